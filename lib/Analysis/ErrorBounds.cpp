@@ -1,6 +1,7 @@
 //===- ErrorBounds.cpp - Static error bounds for compressed activations ---===//
 #include "comet/Analysis/ErrorBounds.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace comet;
@@ -24,17 +25,24 @@ double comet::cometPredictedGradStd(double eb, const CometBoundParams &p) {
 }
 
 double comet::cometErrorBoundMasked(double sigma, double a, double numTerms,
-                                    double maskedMoment) {
+                                    double maskedMoment,
+                                    double coherentExcess) {
   if (!positiveFinite(sigma) || !positiveFinite(a) ||
-      !positiveFinite(numTerms) || !positiveFinite(maskedMoment))
+      !positiveFinite(numTerms) || !positiveFinite(maskedMoment) ||
+      !std::isfinite(coherentExcess))
     return 0;
-  double eb = sigma / (a * std::sqrt(numTerms * maskedMoment));
+  double var = numTerms * maskedMoment + coherentExcess;
+  if (!positiveFinite(var))
+    return 0;
+  double eb = sigma / (a * std::sqrt(var));
   return positiveFinite(eb) ? eb : 0;
 }
 
 double comet::cometPredictedGradStdMasked(double eb, double a, double numTerms,
-                                          double maskedMoment) {
-  return a * eb * std::sqrt(numTerms * maskedMoment);
+                                          double maskedMoment,
+                                          double coherentExcess) {
+  return a * eb *
+         std::sqrt(std::max(0.0, numTerms * maskedMoment + coherentExcess));
 }
 
 double comet::acgcErrorBound(const AcgcBoundParams &p) {

@@ -82,8 +82,12 @@ SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
       cs.rmsGrad = std::sqrt(o.grad_sq_sum / double(o.grad_elements));
       cs.gradNormSq = o.grad_sq_sum;
     }
-    if (o.grad_masked_elements > 0)
+    if (o.grad_masked_elements > 0) {
       cs.maskedMoment = o.grad_masked_sq_sum / double(o.grad_masked_elements);
+      cs.coherentExcess = o.grad_coherent_pairs > 0
+                              ? o.grad_coherent_sum / o.grad_coherent_pairs
+                              : 0;
+    }
     if (std::isfinite(o.aux_max))
       cs.invStd = o.aux_max;
     const std::string &p = info.consumers[c].param;
@@ -161,14 +165,18 @@ llvm::json::Object EngineTuner::profile() const {
     putPositive(e, "R", a.nonZero);
     // The pass's formula reads the gradient magnitude as "Lbar": give it the
     // statistic the rule used, so a second compile starts at the same bound.
-    // The masked rule's N * M equals the pass's N * R * Lbar^2 with
-    // Lbar = sqrt(M / R).
+    // The masked rule's N * M + K equals the pass's N * R * Lbar^2 with
+    // Lbar = sqrt((M + K / N) / R).
     double g = cs.rmsGrad;
     if (o.gradMagnitude == GradMagnitude::MeanAbs)
       g = cs.meanAbsGrad;
     else if (o.gradMagnitude == GradMagnitude::Masked &&
              info.consumers[best].kind != ConsumerKind::BatchNorm)
-      g = std::sqrt(cs.maskedMoment / a.nonZero);
+      g = std::sqrt((cs.maskedMoment +
+                     (std::isfinite(cs.coherentExcess)
+                          ? cs.coherentExcess / info.consumers[best].numTerms
+                          : 0)) /
+                    a.nonZero);
     putPositive(e, "Lbar", g);
     putPositive(e, "momentum", cs.meanAbsMomentum);
     putPositive(e, "gw_norm2", cs.weightGradNormSq);
@@ -199,13 +207,15 @@ llvm::json::Object EngineTuner::slotReport(int64_t slot) const {
   };
   llvm::json::Array cons;
   for (const ConsumerStats &c : a.consumers)
-    cons.push_back(llvm::json::Object{{"Lbar", num(c.meanAbsGrad)},
-                                      {"rms_grad", num(c.rmsGrad)},
-                                      {"masked_moment", num(c.maskedMoment)},
-                                      {"gy_norm2", num(c.gradNormSq)},
-                                      {"gw_norm2", num(c.weightGradNormSq)},
-                                      {"momentum", num(c.meanAbsMomentum)},
-                                      {"inv_std", num(c.invStd)}});
+    cons.push_back(
+        llvm::json::Object{{"Lbar", num(c.meanAbsGrad)},
+                           {"rms_grad", num(c.rmsGrad)},
+                           {"masked_moment", num(c.maskedMoment)},
+                           {"coherent_excess", num(c.coherentExcess)},
+                           {"gy_norm2", num(c.gradNormSq)},
+                           {"gw_norm2", num(c.weightGradNormSq)},
+                           {"momentum", num(c.meanAbsMomentum)},
+                           {"inv_std", num(c.invStd)}});
   r["stats"] = llvm::json::Object{{"observations", a.count},
                                   {"R", num(a.nonZero)},
                                   {"ratio", num(a.ratio)},
@@ -272,6 +282,11 @@ comet::measureGradError(Engine &compressed, Engine &reference,
                          : 0;
     m.predictedStdMasked = cometPredictedGradStdMasked(
         m.eb, kUniformStdFactor, m.numTerms, m.maskedMoment);
+    m.coherentExcess = ob.grad_coherent_pairs
+                           ? ob.grad_coherent_sum / ob.grad_coherent_pairs
+                           : 0;
+    m.predictedStdCoherent = cometPredictedGradStdMasked(
+        m.eb, kUniformStdFactor, m.numTerms, m.maskedMoment, m.coherentExcess);
     llvm::ArrayRef<float> gc = compressed.gradient(c.param);
     llvm::ArrayRef<float> gr = reference.gradient(c.param);
     if (gc.size() != gr.size() || gc.empty())

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -29,7 +30,114 @@ struct ActMask {
   int64_t h = 0, w = 0;
   std::vector<float> spatial;
   double overall = 0;
+  /// Groups of equal non-zero values, for the coherent excess (SlotStats.h):
+  /// X viewed as [batch, channels, positions]; group[(n * channels + c) *
+  /// positions + p] is 0 or a group of channel c (1..kMaxGroups). Empty when
+  /// no channel has a group.
+  int64_t channels = 0, positions = 0;
+  std::vector<uint8_t> group;
 };
+
+/// A value shared by at least kMinGroup elements of a channel forms a group;
+/// the kMaxGroups largest per channel are kept.
+constexpr int64_t kMinGroup = 4;
+constexpr int kMaxGroups = 15;
+
+/// Finds each channel's groups of equal non-zero values in X [b, c, pos].
+void findGroups(const float *x, int64_t b, int64_t c, int64_t pos,
+                ActMask &mask) {
+  std::vector<uint8_t> group(static_cast<size_t>(b * c * pos), 0);
+  bool any = false;
+#pragma omp parallel for schedule(dynamic) reduction(|| : any)
+  for (int64_t ch = 0; ch < c; ++ch) {
+    // Bit patterns, so that +0/-0 and NaN payloads never merge by accident.
+    std::vector<uint32_t> v;
+    v.reserve(static_cast<size_t>(b * pos));
+    for (int64_t n = 0; n < b; ++n)
+      for (int64_t i = 0; i < pos; ++i) {
+        float f = x[(n * c + ch) * pos + i];
+        if (f != 0.0f && f == f) {
+          uint32_t u;
+          std::memcpy(&u, &f, 4);
+          v.push_back(u);
+        }
+      }
+    std::sort(v.begin(), v.end());
+    std::vector<std::pair<int64_t, uint32_t>> runs; // (count, bits)
+    for (size_t i = 0; i < v.size();) {
+      size_t j = i;
+      while (j < v.size() && v[j] == v[i])
+        ++j;
+      if (static_cast<int64_t>(j - i) >= kMinGroup)
+        runs.push_back({static_cast<int64_t>(j - i), v[i]});
+      i = j;
+    }
+    if (runs.empty())
+      continue;
+    std::sort(runs.begin(), runs.end(), [](const auto &l, const auto &r) {
+      return l.first != r.first ? l.first > r.first : l.second < r.second;
+    });
+    if (runs.size() > static_cast<size_t>(kMaxGroups))
+      runs.resize(kMaxGroups);
+    any = true;
+    for (int64_t n = 0; n < b; ++n)
+      for (int64_t i = 0; i < pos; ++i) {
+        size_t at = static_cast<size_t>((n * c + ch) * pos + i);
+        float f = x[at];
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        for (size_t g = 0; g < runs.size(); ++g)
+          if (f != 0.0f && runs[g].second == u) {
+            group[at] = static_cast<uint8_t>(g + 1);
+            break;
+          }
+      }
+  }
+  if (!any)
+    return;
+  mask.channels = c;
+  mask.positions = pos;
+  mask.group = std::move(group);
+}
+
+/// The coherent excess of dY [b, o, positions of dY] against X's groups:
+/// sum over (o, c) of sum_g (S_g^2 - T_g), S_g (T_g) the sum of dY (dY^2)
+/// over the dY elements whose X element (at `xPos(dyPos)`) is in group g of
+/// channel c. Adds it to `excess` and o * c to `pairs`.
+template <typename XPos>
+void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
+                    const ActMask &mask, XPos xPos, double &excess,
+                    int64_t &pairs) {
+  const int64_t c = mask.channels, pos = mask.positions;
+  const int64_t stride = kMaxGroups + 1;
+  double total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (int64_t oc = 0; oc < o; ++oc) {
+    std::vector<double> sum(static_cast<size_t>(c * stride), 0.0);
+    std::vector<double> sq(static_cast<size_t>(c), 0.0);
+    for (int64_t n = 0; n < b; ++n)
+      for (int64_t i = 0; i < dyPos; ++i) {
+        double v = dy[(n * o + oc) * dyPos + i];
+        const uint8_t *g = mask.group.data() + n * c * pos + xPos(i);
+        for (int64_t ch = 0; ch < c; ++ch) {
+          uint8_t id = g[ch * pos];
+          if (id) {
+            sum[ch * stride + id] += v;
+            sq[ch] += v * v;
+          }
+        }
+      }
+    double e = 0;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t id = 1; id < stride; ++id)
+        e += sum[ch * stride + id] * sum[ch * stride + id];
+      e -= sq[ch];
+    }
+    total += e;
+  }
+  excess += total;
+  pairs += o * c;
+}
 
 struct Table {
   std::mutex mu;
@@ -149,6 +257,8 @@ int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_memref *x, int64_t slot,
       nz += p[i] != 0.0f;
   }
   mask->overall = n ? double(nz) / double(n) : 0;
+  if ((shape.size() == 4 || shape.size() == 2) && shape[0] > 0 && n > 0)
+    findGroups(p, shape[0], shape[1], n / (shape[0] * shape[1]), *mask);
   {
     Table &t = table();
     std::lock_guard<std::mutex> lock(t.mu);
@@ -187,8 +297,8 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_memref *dy,
     if (it != t.masks.end())
       mask = it->second;
   }
-  double msq = 0;
-  int64_t mcount = 0;
+  double msq = 0, excess = 0;
+  int64_t mcount = 0, pairs = 0;
   if (mask && n > 0) {
     mcount = n;
     int64_t b = shape.empty() ? 0 : shape[0];
@@ -217,6 +327,15 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_memref *dy,
           }
         }
       }
+      if (!mask->group.empty() && mask->positions == mask->h * mask->w)
+        coherentExcess(
+            p, b, o, ho * wo, *mask,
+            [&](int64_t i) {
+              int64_t hi = std::min(mask->h - 1, (i / wo) * sh + oh);
+              int64_t wi = std::min(mask->w - 1, (i % wo) * sw + ow);
+              return hi * mask->w + wi;
+            },
+            excess, pairs);
     } else if (b > 0 && b == mask->batch) {
       // Gemm/MatMul over the batch: the sample's non-zero fraction.
       int64_t per = n / b;
@@ -229,6 +348,10 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_memref *dy,
         }
         msq += g2 * mask->perSample[s];
       }
+      if (shape.size() == 2 && !mask->group.empty() && mask->positions == 1)
+        coherentExcess(
+            p, b, shape[1], 1, *mask, [](int64_t) { return int64_t(0); },
+            excess, pairs);
     } else {
       msq = sq * mask->overall;
     }
@@ -239,6 +362,8 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_memref *dy,
     o.grad_sq_sum += sq;
     o.grad_masked_sq_sum += msq;
     o.grad_masked_elements += mcount;
+    o.grad_coherent_sum += excess;
+    o.grad_coherent_pairs += pairs;
   });
 }
 

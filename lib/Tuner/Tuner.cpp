@@ -91,8 +91,9 @@ double tuner::consumerBound(const TunerOptions &o, const ConsumerInfo &c,
   double eb;
   if (o.rule == Rule::Comet && o.gradMagnitude == GradMagnitude::Masked &&
       c.kind != ConsumerKind::BatchNorm) {
-    eb = cometErrorBoundMasked(o.sigmaFactor * s.meanAbsMomentum,
-                               kUniformStdFactor, c.numTerms, s.maskedMoment);
+    eb = cometErrorBoundMasked(
+        o.sigmaFactor * s.meanAbsMomentum, kUniformStdFactor, c.numTerms,
+        s.maskedMoment, std::isfinite(s.coherentExcess) ? s.coherentExcess : 0);
   } else if (o.rule == Rule::Comet) {
     CometBoundParams p;
     p.numTerms = c.numTerms;
@@ -171,7 +172,7 @@ AveragedStats BoundTuner::averaged(int64_t slot) const {
   size_t nc = st->info.consumers.size();
   Mean r, ratio;
   std::vector<Mean> lbar(nc), rms(nc), gy(nc), gw(nc), mom(nc), inv(nc),
-      masked(nc);
+      masked(nc), coherent(nc);
   for (const SlotStats &s : st->window) {
     r.add(s.nonZero);
     ratio.add(s.ratio);
@@ -184,6 +185,7 @@ AveragedStats BoundTuner::averaged(int64_t slot) const {
       mom[c].add(cs.meanAbsMomentum);
       inv[c].add(cs.invStd);
       masked[c].add(cs.maskedMoment);
+      coherent[c].add(cs.coherentExcess);
     }
   }
   a.count = static_cast<int64_t>(st->window.size());
@@ -192,7 +194,7 @@ AveragedStats BoundTuner::averaged(int64_t slot) const {
   for (size_t c = 0; c < nc; ++c)
     a.consumers.push_back({lbar[c].get(), rms[c].get(), gy[c].get(),
                            gw[c].get(), mom[c].get(), inv[c].get(),
-                           masked[c].get()});
+                           masked[c].get(), coherent[c].get()});
   return a;
 }
 

@@ -453,25 +453,31 @@ int main(int argc, char **argv) {
           {"predicted_std_rms", m.predictedStdRms},
           {"masked_moment", m.maskedMoment},
           {"predicted_std_masked", m.predictedStdMasked},
+          {"coherent_excess", m.coherentExcess},
+          {"predicted_std_coherent", m.predictedStdCoherent},
           {"measured_std", m.measuredStd},
           {"measured_mean", m.measuredMean},
           {"ratio", m.predictedStd > 0 ? m.measuredStd / m.predictedStd : 0},
           {"ratio_rms",
            m.predictedStdRms > 0 ? m.measuredStd / m.predictedStdRms : 0},
-          {"ratio_masked", m.predictedStdMasked > 0
-                               ? m.measuredStd / m.predictedStdMasked
-                               : 0}});
+          {"ratio_masked",
+           m.predictedStdMasked > 0 ? m.measuredStd / m.predictedStdMasked : 0},
+          {"ratio_coherent", m.predictedStdCoherent > 0
+                                 ? m.measuredStd / m.predictedStdCoherent
+                                 : 0}});
       if (!quiet)
         outs() << format(
             "error model: slot %ld (%s -> %s) eb %.3g measured "
             "%.4g predicted %.4g (ratio %.3f; with RMS dY %.3f; masked "
-            "%.3f)\n",
+            "%.3f; masked + coherent %.3f)\n",
             m.slot, m.value.c_str(), m.param.c_str(), m.eb, m.measuredStd,
             m.predictedStd,
             m.predictedStd > 0 ? m.measuredStd / m.predictedStd : 0.0,
             m.predictedStdRms > 0 ? m.measuredStd / m.predictedStdRms : 0.0,
             m.predictedStdMasked > 0 ? m.measuredStd / m.predictedStdMasked
-                                     : 0.0);
+                                     : 0.0,
+            m.predictedStdCoherent > 0 ? m.measuredStd / m.predictedStdCoherent
+                                       : 0.0);
     }
     std::error_code ec;
     raw_fd_ostream os(measureErrorModel, ec);

@@ -46,14 +46,21 @@ double cometPredictedGradStd(double eb, const CometBoundParams &p);
 /// non-zero, so its variance is a^2 eb^2 * N * M with M = mean over the N
 /// terms of dY^2 * 1[X != 0] (= R * E[dY^2] only if X's non-zeros are
 /// independent of where dY is large). sigma = a * eb * sqrt(N * M), so
-/// eb = sigma / (a * sqrt(N * M)). Returns 0 when an input is not positive
-/// and finite.
+/// eb = sigma / (a * sqrt(N * M)).
+///
+/// K (`coherentExcess`, >= -N * M) corrects for terms that share one error:
+/// elements of X with equal values get equal codec errors, so a group of
+/// them contributes (sum dY)^2 rather than sum dY^2 to the variance; K is
+/// the mean over dW elements of sum over groups of ((sum dY)^2 - sum dY^2)
+/// (comet/Tuner/SlotStats.h). The variance becomes a^2 eb^2 (N M + K).
+/// Returns 0 when an input is not positive and finite or N M + K <= 0.
 double cometErrorBoundMasked(double sigma, double a, double numTerms,
-                             double maskedMoment);
+                             double maskedMoment, double coherentExcess = 0);
 
-/// a * eb * sqrt(N * M): the inverse of cometErrorBoundMasked.
+/// a * eb * sqrt(N * M + K): the inverse of cometErrorBoundMasked.
 double cometPredictedGradStdMasked(double eb, double a, double numTerms,
-                                   double maskedMoment);
+                                   double maskedMoment,
+                                   double coherentExcess = 0);
 
 /// Inputs of AC-GC's rule for a conv/linear consumer.
 struct AcgcBoundParams {

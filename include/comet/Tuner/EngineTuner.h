@@ -71,6 +71,9 @@ struct GradErrorMeasurement {
   /// M (masked second moment of dY) and a * eb * sqrt(N M)
   /// (cometPredictedGradStdMasked).
   double maskedMoment = 0, predictedStdMasked = 0;
+  /// K (coherent excess per dW element) and a * eb * sqrt(N M + K): what
+  /// the default (masked) rule predicts.
+  double coherentExcess = 0, predictedStdCoherent = 0;
   /// RMS of dW(compressed) - dW(exact) over the parameter's elements.
   double measuredStd = 0, measuredMean = 0;
   int64_t weightElements = 0;

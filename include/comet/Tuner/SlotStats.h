@@ -43,6 +43,12 @@ typedef struct comet_rt_slot_observation {
    * grad_masked_sq_sum / grad_masked_elements; see observe_grad). */
   double grad_masked_sq_sum;
   int64_t grad_masked_elements; /* elements of dY counted in it */
+  /* The coherent excess (see observe_grad): sum over (output channel o,
+   * X channel c) pairs of sum_g (S_g^2 - T_g), and the number of pairs;
+   * the excess per weight element is grad_coherent_sum /
+   * grad_coherent_pairs. */
+  double grad_coherent_sum;
+  int64_t grad_coherent_pairs;
 } comet_rt_slot_observation;
 
 /* Turns collection on (non-zero) or off. Off by default. */
@@ -60,7 +66,21 @@ COMET_RT_API int32_t comet_rt_slot_stats_enabled(void);
  *  - dY with the same dim 0 as X otherwise (Gemm/MatMul over the batch):
  *    the sample's fraction nnz(X_n) / |X_n|.
  *  - anything else: X's overall non-zero fraction R.
- * Nothing is added when the slot's X was not observed since the clear. */
+ * Nothing is added when the slot's X was not observed since the clear.
+ *
+ * The codec's error is a function of the value (it quantizes each element
+ * on a fixed grid), so elements of equal value get equal errors, and their
+ * products with dY add up coherently instead of as independent terms. Such
+ * groups are common: a constant input region (an image's zero background)
+ * stays one constant per channel through conv, BatchNorm and ReLU.
+ * observe_act therefore also finds, for X [B, C, H, W] or [B, C], each
+ * channel's groups of equal non-zero values (at least 4 elements; the 15
+ * largest). observe_grad (same two cases as above, X's position taken at
+ * the receptive field's centre) sums per output channel o and X channel c
+ * S_g = sum of dY and T_g = sum of dY^2 over each group g's elements, and
+ * adds sum_g (S_g^2 - T_g): what replacing the group's independent terms by
+ * one shared error adds to the variance of a dW element, in units of the
+ * error's variance (docs/error-bounds.md, "Coherent errors"). */
 
 /* The observe calls: 0, or COMET_RT_ERROR_INVALID_ARGUMENT for a bad
  * memref or slot (also when collection is off, so the lowering's check

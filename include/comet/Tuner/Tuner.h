@@ -63,6 +63,9 @@ struct ConsumerStats {
   /// M = mean over the dW-sum terms of dY^2 * 1[X != 0] (estimated,
   /// comet/Tuner/SlotStats.h).
   double maskedMoment = NAN;
+  /// K: the coherent excess per dW element (equal X values share one codec
+  /// error; comet/Tuner/SlotStats.h). 0 when X has no groups.
+  double coherentExcess = NAN;
 };
 
 /// One stats step of one slot.

@@ -43,6 +43,23 @@ TEST(ErrorBounds, CometMaskedRuleByHand) {
   EXPECT_EQ(cometErrorBoundMasked(-1, kUniformStdFactor, 32, 2e-6), 0);
 }
 
+// By hand: the same sigma, N and M with a coherent excess K = 3 N M =
+// 1.92e-4: N M + K = 2.56e-4, sqrt = 1.6e-2, so the bound halves to
+// 1.0825317547305482e-3. K = -N M leaves no variance: no bound.
+TEST(ErrorBounds, CometMaskedRuleWithCoherentExcess) {
+  double eb = cometErrorBoundMasked(1e-5, kUniformStdFactor, 32, 2e-6, 1.92e-4);
+  EXPECT_NEAR(eb, 1.0825317547305482e-3, 1e-15);
+  EXPECT_NEAR(
+      cometPredictedGradStdMasked(eb, kUniformStdFactor, 32, 2e-6, 1.92e-4),
+      1e-5, 1e-18);
+  // A negative K (the group's dY sums cancel) loosens the bound.
+  EXPECT_GT(cometErrorBoundMasked(1e-5, kUniformStdFactor, 32, 2e-6, -3.2e-5),
+            2.1650635094610965e-3);
+  EXPECT_EQ(cometErrorBoundMasked(1e-5, kUniformStdFactor, 32, 2e-6, -6.4e-5),
+            0);
+  EXPECT_EQ(cometErrorBoundMasked(1e-5, kUniformStdFactor, 32, 2e-6, NAN), 0);
+}
+
 TEST(ErrorBounds, CometRuleScaling) {
   CometBoundParams p;
   p.numTerms = 100;
@@ -115,6 +132,45 @@ TEST(ErrorBounds, PredictedStdMatchesMonteCarlo) {
   double predicted = cometPredictedGradStd(eb, p);
   // 4000 samples: the std estimate is within ~1.1% (1 sigma); allow 5%.
   EXPECT_NEAR(measured / predicted, 1.0, 0.05);
+}
+
+// The coherent term by Monte Carlo: 512 of 2048 terms (a constant X
+// region) share one uniform error, the rest draw their own, and dY leans
+// positive so the shared terms add up. a * eb * sqrt(N M + K), with M and K
+// computed from the terms as SlotStats does, predicts the std; sqrt(N M)
+// alone is several times too small.
+TEST(ErrorBounds, CoherentPredictionMatchesMonteCarlo) {
+  const int n = 2048, shared = 512, trials = 4000;
+  const double eb = 1e-2;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unif(-eb, eb), grad(-1e-3, 3e-3);
+  std::vector<double> dy(n);
+  for (double &g : dy)
+    g = grad(rng);
+  double sumShared = 0, sqShared = 0, sqAll = 0;
+  for (int i = 0; i < n; ++i) {
+    sqAll += dy[i] * dy[i];
+    if (i < shared) {
+      sumShared += dy[i];
+      sqShared += dy[i] * dy[i];
+    }
+  }
+  double sum = 0, sumSq = 0;
+  for (int t = 0; t < trials; ++t) {
+    double common = unif(rng), err = 0;
+    for (int i = 0; i < n; ++i)
+      err += dy[i] * (i < shared ? common : unif(rng));
+    sum += err;
+    sumSq += err * err;
+  }
+  double mean = sum / trials;
+  double measured = std::sqrt(sumSq / trials - mean * mean);
+  double m = sqAll / n, k = sumShared * sumShared - sqShared;
+  double predicted =
+      cometPredictedGradStdMasked(eb, kUniformStdFactor, n, m, k);
+  EXPECT_NEAR(measured / predicted, 1.0, 0.05);
+  EXPECT_GT(measured / cometPredictedGradStdMasked(eb, kUniformStdFactor, n, m),
+            3.0);
 }
 
 } // namespace

@@ -141,3 +141,55 @@ TEST(SlotStats, MaskedMomentConvStride) {
   EXPECT_DOUBLE_EQ(o.grad_masked_sq_sum, 11);
   comet_rt_slot_observations_clear();
 }
+
+// By hand, Gemm: X [4, 2]; channel 0 is 2 in all four samples (one group),
+// channel 1 repeats 7 only three times (below the group size of 4). With
+// dY [4, 1] = 1, 2, 3, -1 the group's S = 5 and T = 15, so the excess is
+// 25 - 15 = 10 over 1 * 2 (o, c) pairs.
+TEST(SlotStats, CoherentExcessGemm) {
+  comet_rt_slot_observations_clear();
+  comet_rt_slot_stats_enable(1);
+  std::vector<float> x = {2, 7, 2, 7, 2, 7, 2, 0};
+  std::vector<float> dy = {1, 2, 3, -1};
+  MemrefND mx(x, {4, 2}), mdy(dy, {4, 1});
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 5, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 5, 0), 0);
+  comet_rt_slot_stats_enable(0);
+  comet_rt_slot_observation o;
+  ASSERT_EQ(comet_rt_slot_get_observation(5, 0, &o), 0);
+  EXPECT_EQ(o.grad_coherent_pairs, 2);
+  EXPECT_DOUBLE_EQ(o.grad_coherent_sum, 10);
+  comet_rt_slot_observations_clear();
+}
+
+// By hand, Conv (stride 1, same size: output (y, x) reads input (y, x)):
+// X [2, 1, 2, 2] is 0.5 at five positions (one group) and otherwise 0 or
+// 1 (singletons); dY [2, 1, 2, 2] = 1, -2, 4, 3 | 2, 5, -1, 1. The group's
+// elements see dY 1, -2, 3 and 2, -1: S = 3, T = 19, excess 9 - 19 = -10
+// (the sums cancel, so sharing an error there lowers the variance).
+TEST(SlotStats, CoherentExcessConv) {
+  comet_rt_slot_observations_clear();
+  comet_rt_slot_stats_enable(1);
+  std::vector<float> x = {0.5f, 0.5f, 0, 0.5f, 0.5f, 1, 0.5f, 0};
+  std::vector<float> dy = {1, -2, 4, 3, 2, 5, -1, 1};
+  MemrefND mx(x, {2, 1, 2, 2}), mdy(dy, {2, 1, 2, 2});
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 6, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 6, 0), 0);
+  comet_rt_slot_stats_enable(0);
+  comet_rt_slot_observation o;
+  ASSERT_EQ(comet_rt_slot_get_observation(6, 0, &o), 0);
+  EXPECT_EQ(o.grad_coherent_pairs, 1);
+  EXPECT_DOUBLE_EQ(o.grad_coherent_sum, -10);
+  // Without repeated values there is no group and nothing is added.
+  comet_rt_slot_observations_clear();
+  comet_rt_slot_stats_enable(1);
+  std::vector<float> distinct = {1, 2, 3, 4, 5, 6, 7, 8};
+  MemrefND md(distinct, {2, 1, 2, 2});
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&md.m, 6, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 6, 0), 0);
+  comet_rt_slot_stats_enable(0);
+  ASSERT_EQ(comet_rt_slot_get_observation(6, 0, &o), 0);
+  EXPECT_EQ(o.grad_coherent_pairs, 0);
+  EXPECT_EQ(o.grad_coherent_sum, 0);
+  comet_rt_slot_observations_clear();
+}

@@ -155,6 +155,28 @@ TEST(BoundTuner, CometRuleUsesMaskedMomentByDefault) {
   EXPECT_NEAR(t2.ruleEb(3), 8.660254037844386e-4, 1e-15);
 }
 
+// The coherent excess K adds to N M: with N = 400, M = 4e-6 (N M = 1.6e-3)
+// and K = 3 N M = 4.8e-3 the variance quadruples and the bound halves.
+// The rms rule ignores K.
+TEST(BoundTuner, CometMaskedRuleAddsCoherentExcess) {
+  TunerOptions o = opts(Rule::Comet);
+  o.gradMagnitude = GradMagnitude::Masked;
+  SlotStats st = stats(1, 0.25, 1e-3, 2e-3);
+  st.consumers[0].maskedMoment = 4e-6;
+  st.consumers[0].coherentExcess = 4.8e-3;
+  BoundTuner t(o, {convSlot()});
+  t.observe(3, st);
+  EXPECT_NEAR(t.ruleEb(3), 4.330127018922193e-4, 1e-15);
+  EXPECT_NEAR(t.averaged(3).consumers[0].coherentExcess, 4.8e-3, 1e-18);
+  o.gradMagnitude = GradMagnitude::Rms;
+  BoundTuner rms(o, {convSlot()});
+  rms.observe(3, st);
+  BoundTuner rmsNoK(o, {convSlot()});
+  st.consumers[0].coherentExcess = NAN;
+  rmsNoK.observe(3, st);
+  EXPECT_EQ(rms.ruleEb(3), rmsNoK.ruleEb(3));
+}
+
 // The window averages the last `window` observations, field by field.
 TEST(BoundTuner, WindowAveragesLastObservations) {
   TunerOptions o = opts(Rule::Comet);
