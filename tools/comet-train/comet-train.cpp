@@ -114,9 +114,10 @@ static cl::opt<double> boundK("bound-k",
 static cl::opt<std::string> gradMagnitude(
     "grad-magnitude",
     cl::desc("COMET: the dY statistic in sigma = a*eb*G*sqrt(N*R): masked "
-             "(default; G^2*R replaced by mean dY^2 over the terms with "
-             "non-zero X), rms (the std of a sum of products) or lbar "
-             "(mean |dY|, the paper's choice)"),
+             "(default; N*G^2*R replaced by N*M + K, M the mean dY^2 over "
+             "the terms with non-zero X and K the excess of equal X values "
+             "sharing one error), rms (the std of a sum of products) or "
+             "lbar (mean |dY|, the paper's choice)"),
     cl::init("masked"), cl::cat(cat));
 static cl::opt<double> acgcE("acgc-e", cl::desc("AC-GC: error energy e"),
                              cl::init(0.01), cl::cat(cat));

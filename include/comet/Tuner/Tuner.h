@@ -82,9 +82,11 @@ struct SlotStats {
 /// G is the RMS of dY. The paper uses Lbar = mean |dY|, which under-predicts
 /// the error wherever dY is sparse (measured 2.4-12.6x on the fixtures,
 /// docs/error-bounds.md). RMS still assumes X's non-zeros are independent
-/// of where dY is large; `masked` (the default) replaces G^2 * R by the
-/// measured masked second moment M (cometErrorBoundMasked), which drops that
-/// assumption. BatchNorm consumers (dense X) use RMS under `masked`.
+/// of where dY is large; `masked` (the default) replaces N * G^2 * R by
+/// N * M + K (cometErrorBoundMasked): the measured masked second moment M
+/// drops that assumption, and the coherent excess K the one that errors are
+/// independent (equal X values share one). BatchNorm consumers (dense X)
+/// use RMS under `masked`.
 enum class GradMagnitude { Rms, MeanAbs, Masked };
 /// "rms" / "lbar" / "masked"; nullopt for anything else.
 std::optional<GradMagnitude> parseGradMagnitude(const std::string &name);
