@@ -44,34 +44,47 @@ constexpr int64_t kMinGroup = 4;
 constexpr int kMaxGroups = 15;
 
 /// Finds each channel's groups of equal non-zero values in X [b, c, pos].
+/// A group is found through a run of equal consecutive elements (along
+/// positions, then samples): a constant region has them, and recording one
+/// candidate per run keeps this a few linear passes instead of a sort of
+/// every value. Equal values that never sit next to each other are not
+/// grouped (for conv/BatchNorm outputs such coincidences are rare).
 void findGroups(const float *x, int64_t b, int64_t c, int64_t pos,
                 ActMask &mask) {
   std::vector<uint8_t> group(static_cast<size_t>(b * c * pos), 0);
   bool any = false;
+  // Bit patterns, so that +0/-0 and NaN payloads never merge by accident.
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
 #pragma omp parallel for schedule(dynamic) reduction(|| : any)
   for (int64_t ch = 0; ch < c; ++ch) {
-    // Bit patterns, so that +0/-0 and NaN payloads never merge by accident.
-    std::vector<uint32_t> v;
-    v.reserve(static_cast<size_t>(b * pos));
-    for (int64_t n = 0; n < b; ++n)
-      for (int64_t i = 0; i < pos; ++i) {
-        float f = x[(n * c + ch) * pos + i];
-        if (f != 0.0f && f == f) {
-          uint32_t u;
-          std::memcpy(&u, &f, 4);
-          v.push_back(u);
-        }
-      }
-    std::sort(v.begin(), v.end());
-    std::vector<std::pair<int64_t, uint32_t>> runs; // (count, bits)
-    for (size_t i = 0; i < v.size();) {
-      size_t j = i;
-      while (j < v.size() && v[j] == v[i])
-        ++j;
-      if (static_cast<int64_t>(j - i) >= kMinGroup)
-        runs.push_back({static_cast<int64_t>(j - i), v[i]});
-      i = j;
+    auto at = [&](int64_t k) { return (k / pos * c + ch) * pos + k % pos; };
+    const int64_t len = b * pos;
+    std::vector<uint32_t> cand;
+    for (int64_t k = 1; k < len; ++k) {
+      float f = x[at(k)], prev = x[at(k - 1)];
+      if (f != 0.0f && f == f && bits(f) == bits(prev) &&
+          (k < 2 || bits(x[at(k - 2)]) != bits(f)))
+        cand.push_back(bits(f));
     }
+    if (cand.empty())
+      continue;
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    std::vector<int64_t> count(cand.size(), 0);
+    for (int64_t k = 0; k < len; ++k) {
+      uint32_t u = bits(x[at(k)]);
+      auto it = std::lower_bound(cand.begin(), cand.end(), u);
+      if (it != cand.end() && *it == u)
+        ++count[it - cand.begin()];
+    }
+    std::vector<std::pair<int64_t, uint32_t>> runs; // (count, bits)
+    for (size_t g = 0; g < cand.size(); ++g)
+      if (count[g] >= kMinGroup)
+        runs.push_back({count[g], cand[g]});
     if (runs.empty())
       continue;
     std::sort(runs.begin(), runs.end(), [](const auto &l, const auto &r) {
@@ -80,18 +93,14 @@ void findGroups(const float *x, int64_t b, int64_t c, int64_t pos,
     if (runs.size() > static_cast<size_t>(kMaxGroups))
       runs.resize(kMaxGroups);
     any = true;
-    for (int64_t n = 0; n < b; ++n)
-      for (int64_t i = 0; i < pos; ++i) {
-        size_t at = static_cast<size_t>((n * c + ch) * pos + i);
-        float f = x[at];
-        uint32_t u;
-        std::memcpy(&u, &f, 4);
-        for (size_t g = 0; g < runs.size(); ++g)
-          if (f != 0.0f && runs[g].second == u) {
-            group[at] = static_cast<uint8_t>(g + 1);
-            break;
-          }
-      }
+    for (int64_t k = 0; k < len; ++k) {
+      uint32_t u = bits(x[at(k)]);
+      for (size_t g = 0; g < runs.size(); ++g)
+        if (runs[g].second == u) {
+          group[at(k)] = static_cast<uint8_t>(g + 1);
+          break;
+        }
+    }
   }
   if (!any)
     return;
@@ -109,30 +118,41 @@ void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
                     const ActMask &mask, XPos xPos, double &excess,
                     int64_t &pairs) {
   const int64_t c = mask.channels, pos = mask.positions;
-  const int64_t stride = kMaxGroups + 1;
-  double total = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total)
-  for (int64_t oc = 0; oc < o; ++oc) {
-    std::vector<double> sum(static_cast<size_t>(c * stride), 0.0);
-    std::vector<double> sq(static_cast<size_t>(c), 0.0);
+  std::vector<int64_t> at(static_cast<size_t>(dyPos));
+  for (int64_t i = 0; i < dyPos; ++i)
+    at[i] = xPos(i);
+  // Only channels with a group contribute.
+  auto hasGroup = [&](int64_t ch) {
     for (int64_t n = 0; n < b; ++n)
-      for (int64_t i = 0; i < dyPos; ++i) {
-        double v = dy[(n * o + oc) * dyPos + i];
-        const uint8_t *g = mask.group.data() + n * c * pos + xPos(i);
-        for (int64_t ch = 0; ch < c; ++ch) {
-          uint8_t id = g[ch * pos];
-          if (id) {
-            sum[ch * stride + id] += v;
-            sq[ch] += v * v;
-          }
+      for (int64_t k = 0; k < pos; ++k)
+        if (mask.group[(n * c + ch) * pos + k])
+          return true;
+    return false;
+  };
+  std::vector<int64_t> grouped;
+  for (int64_t ch = 0; ch < c; ++ch)
+    if (hasGroup(ch))
+      grouped.push_back(ch);
+  const int64_t ng = static_cast<int64_t>(grouped.size());
+  double total = 0;
+  // One (o, c) pair per iteration: dY's and X's rows are read in order.
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (int64_t pc = 0; pc < o * ng; ++pc) {
+    const int64_t oc = pc / ng, ch = grouped[pc % ng];
+    double sum[kMaxGroups + 1] = {0}, sq = 0;
+    for (int64_t n = 0; n < b; ++n) {
+      const float *d = dy + (n * o + oc) * dyPos;
+      const uint8_t *g = mask.group.data() + (n * c + ch) * pos;
+      for (int64_t i = 0; i < dyPos; ++i)
+        if (uint8_t id = g[at[i]]) {
+          double v = d[i];
+          sum[id] += v;
+          sq += v * v;
         }
-      }
-    double e = 0;
-    for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t id = 1; id < stride; ++id)
-        e += sum[ch * stride + id] * sum[ch * stride + id];
-      e -= sq[ch];
     }
+    double e = -sq;
+    for (int id = 1; id <= kMaxGroups; ++id)
+      e += sum[id] * sum[id];
     total += e;
   }
   excess += total;
