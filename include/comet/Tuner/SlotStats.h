@@ -75,7 +75,10 @@ COMET_RT_API int32_t comet_rt_slot_stats_enabled(void);
  * stays one constant per channel through conv, BatchNorm and ReLU.
  * observe_act therefore also finds, for X [B, C, H, W] or [B, C], each
  * channel's groups of equal non-zero values (at least 4 elements; the 15
- * largest). observe_grad (same two cases as above, X's position taken at
+ * largest). A value is a candidate only where two consecutive elements of
+ * the channel (along positions, then samples) hold it, as in a constant
+ * region; equal values that are never adjacent are not grouped, which keeps
+ * the search linear. observe_grad (same two cases as above, X's position taken at
  * the receptive field's centre) sums per output channel o and X channel c
  * S_g = sum of dY and T_g = sum of dY^2 over each group g's elements, and
  * adds sum_g (S_g^2 - T_g): what replacing the group's independent terms by

@@ -142,24 +142,32 @@ TEST(SlotStats, MaskedMomentConvStride) {
   comet_rt_slot_observations_clear();
 }
 
+/// Observes X then dY for `slot` (consumer 0) from a clear and returns the
+/// observation.
+static comet_rt_slot_observation
+observe(std::vector<float> x, std::vector<int64_t> xShape,
+        std::vector<float> dy, std::vector<int64_t> dyShape, int64_t slot) {
+  comet_rt_slot_observations_clear();
+  comet_rt_slot_stats_enable(1);
+  MemrefND mx(x, xShape), mdy(dy, dyShape);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, slot, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, slot, 0), 0);
+  comet_rt_slot_stats_enable(0);
+  comet_rt_slot_observation o;
+  EXPECT_EQ(comet_rt_slot_get_observation(slot, 0, &o), 0);
+  comet_rt_slot_observations_clear();
+  return o;
+}
+
 // By hand, Gemm: X [4, 2]; channel 0 is 2 in all four samples (one group),
 // channel 1 repeats 7 only three times (below the group size of 4). With
 // dY [4, 1] = 1, 2, 3, -1 the group's S = 5 and T = 15, so the excess is
 // 25 - 15 = 10 over 1 * 2 (o, c) pairs.
 TEST(SlotStats, CoherentExcessGemm) {
-  comet_rt_slot_observations_clear();
-  comet_rt_slot_stats_enable(1);
-  std::vector<float> x = {2, 7, 2, 7, 2, 7, 2, 0};
-  std::vector<float> dy = {1, 2, 3, -1};
-  MemrefND mx(x, {4, 2}), mdy(dy, {4, 1});
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 5, 0), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 5, 0), 0);
-  comet_rt_slot_stats_enable(0);
-  comet_rt_slot_observation o;
-  ASSERT_EQ(comet_rt_slot_get_observation(5, 0, &o), 0);
+  comet_rt_slot_observation o =
+      observe({2, 7, 2, 7, 2, 7, 2, 0}, {4, 2}, {1, 2, 3, -1}, {4, 1}, 5);
   EXPECT_EQ(o.grad_coherent_pairs, 2);
   EXPECT_DOUBLE_EQ(o.grad_coherent_sum, 10);
-  comet_rt_slot_observations_clear();
 }
 
 // By hand, Conv (stride 1, same size: output (y, x) reads input (y, x)):
@@ -168,28 +176,17 @@ TEST(SlotStats, CoherentExcessGemm) {
 // elements see dY 1, -2, 3 and 2, -1: S = 3, T = 19, excess 9 - 19 = -10
 // (the sums cancel, so sharing an error there lowers the variance).
 TEST(SlotStats, CoherentExcessConv) {
-  comet_rt_slot_observations_clear();
-  comet_rt_slot_stats_enable(1);
-  std::vector<float> x = {0.5f, 0.5f, 0, 0.5f, 0.5f, 1, 0.5f, 0};
-  std::vector<float> dy = {1, -2, 4, 3, 2, 5, -1, 1};
-  MemrefND mx(x, {2, 1, 2, 2}), mdy(dy, {2, 1, 2, 2});
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 6, 0), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 6, 0), 0);
-  comet_rt_slot_stats_enable(0);
-  comet_rt_slot_observation o;
-  ASSERT_EQ(comet_rt_slot_get_observation(6, 0, &o), 0);
+  const std::vector<float> dy = {1, -2, 4, 3, 2, 5, -1, 1};
+  comet_rt_slot_observation o = observe({0.5f, 0.5f, 0, 0.5f, 0.5f, 1, 0.5f, 0},
+                                        {2, 1, 2, 2}, dy, {2, 1, 2, 2}, 6);
   EXPECT_EQ(o.grad_coherent_pairs, 1);
   EXPECT_DOUBLE_EQ(o.grad_coherent_sum, -10);
   // Without repeated values there is no group and nothing is added.
-  comet_rt_slot_observations_clear();
-  comet_rt_slot_stats_enable(1);
-  std::vector<float> distinct = {1, 2, 3, 4, 5, 6, 7, 8};
-  MemrefND md(distinct, {2, 1, 2, 2});
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&md.m, 6, 0), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 6, 0), 0);
-  comet_rt_slot_stats_enable(0);
-  ASSERT_EQ(comet_rt_slot_get_observation(6, 0, &o), 0);
+  o = observe({1, 2, 3, 4, 5, 6, 7, 8}, {2, 1, 2, 2}, dy, {2, 1, 2, 2}, 6);
   EXPECT_EQ(o.grad_coherent_pairs, 0);
   EXPECT_EQ(o.grad_coherent_sum, 0);
-  comet_rt_slot_observations_clear();
+  // Groups are found through runs of equal neighbours: four 3s that never
+  // sit next to each other are not one (SlotStats.h).
+  o = observe({3, 0, 3, 0, 3, 0, 3, 0}, {2, 1, 2, 2}, dy, {2, 1, 2, 2}, 6);
+  EXPECT_EQ(o.grad_coherent_pairs, 0);
 }
