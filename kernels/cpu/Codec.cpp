@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +34,19 @@ extern "C" int omp_get_max_threads(void);
 namespace comet::kernels::cpu {
 namespace {
 
+// The format's header, quantization step and helpers are shared with the
+// CUDA codec.
+using format::addOverflow;
+using format::bitsFloat;
+using format::ceilDiv;
+using format::encodeHeader;
+using format::floatBits;
+using format::Header;
+using format::mulOverflow;
+using format::parseHeader;
+using format::QuantParams;
+using format::quantParams;
+
 std::atomic<int> gNumThreads{0};
 
 // Below this many blocks the thread start-up costs more than it saves.
@@ -51,17 +63,6 @@ template <typename T> inline T loadLE(const uint8_t *p) {
 }
 template <typename T> inline void storeLE(uint8_t *p, T v) {
   std::memcpy(p, &v, sizeof(T));
-}
-
-inline uint32_t floatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float bitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
 }
 
 // Rounds v to the nearest integer, ties to even, for |v| < kQuantLimit: adding
@@ -140,15 +141,8 @@ struct BF16 {
 };
 
 //===----------------------------------------------------------------------===//
-// Checked arithmetic.
+// Block codes.
 //===----------------------------------------------------------------------===//
-
-inline bool mulOverflow(uint64_t a, uint64_t b, uint64_t &r) {
-  return __builtin_mul_overflow(a, b, &r);
-}
-inline bool addOverflow(uint64_t a, uint64_t b, uint64_t &r) {
-  return __builtin_add_overflow(a, b, &r);
-}
 
 inline uint32_t zigzag(int32_t v) {
   return (uint32_t(v) << 1) ^ uint32_t(v >> 31);
@@ -157,7 +151,6 @@ inline int32_t unzigzag(uint32_t u) {
   return int32_t((u >> 1) ^ (0u - (u & 1)));
 }
 inline uint32_t bitWidth(uint32_t v) { return v ? 32 - __builtin_clz(v) : 0; }
-inline uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 inline unsigned popcount64(uint64_t v) {
   v = v - ((v >> 1) & 0x5555555555555555ull);
   v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
@@ -166,38 +159,8 @@ inline unsigned popcount64(uint64_t v) {
 }
 
 //===----------------------------------------------------------------------===//
-// The header.
+// Arguments.
 //===----------------------------------------------------------------------===//
-
-constexpr uint8_t kMagic[4] = {'C', 'M', 'T', 'C'};
-
-struct Header {
-  uint16_t version = kFormatVersion;
-  uint8_t codec = 0, dtype = 0, rank = 0;
-  uint32_t blockSize = 0;
-  double eb = 0;
-  uint64_t n = 0;
-  uint64_t dims[COMET_RT_CODEC_MAX_RANK] = {};
-  uint64_t numBlocks = 0, numSparse = 0, payloadBytes = 0, numOutliers = 0;
-};
-
-void writeHeader(uint8_t *p, const Header &h) {
-  std::memset(p, 0, kHeaderSize);
-  std::memcpy(p, kMagic, 4);
-  storeLE<uint16_t>(p + 4, h.version);
-  p[6] = h.codec;
-  p[7] = h.dtype;
-  p[8] = h.rank;
-  storeLE<uint32_t>(p + 12, h.blockSize);
-  storeLE<double>(p + 16, h.eb);
-  storeLE<uint64_t>(p + 24, h.n);
-  for (unsigned i = 0; i < COMET_RT_CODEC_MAX_RANK; ++i)
-    storeLE<uint64_t>(p + 32 + 8 * i, h.dims[i]);
-  storeLE<uint64_t>(p + 96, h.numBlocks);
-  storeLE<uint64_t>(p + 104, h.numSparse);
-  storeLE<uint64_t>(p + 112, h.payloadBytes);
-  storeLE<uint64_t>(p + 120, h.numOutliers);
-}
 
 bool validDtype(int d) { return d >= 0 && d <= COMET_RT_DTYPE_BF16; }
 bool validCodec(int c) { return c >= 0 && c <= COMET_RT_CODEC_MASK; }
@@ -209,79 +172,6 @@ bool elementCount(const uint64_t *dims, uint32_t rank, uint64_t &n) {
     if (mulOverflow(n, dims[i], n))
       return false;
   return true;
-}
-
-// Reads and checks the header and the section sizes against inSize.
-comet_rt_status parseHeader(const uint8_t *p, size_t inSize, Header &h,
-                            uint64_t &totalBytes) {
-  if (!p && inSize)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
-  if (inSize < 4)
-    return COMET_RT_ERR_TRUNCATED;
-  if (std::memcmp(p, kMagic, 4) != 0)
-    return COMET_RT_ERR_CORRUPT;
-  if (inSize < kHeaderSize)
-    return COMET_RT_ERR_TRUNCATED;
-  h.version = loadLE<uint16_t>(p + 4);
-  if (h.version != kFormatVersion)
-    return COMET_RT_ERR_UNSUPPORTED;
-  h.codec = p[6];
-  h.dtype = p[7];
-  h.rank = p[8];
-  if (!validCodec(h.codec) || !validDtype(h.dtype) ||
-      h.rank > COMET_RT_CODEC_MAX_RANK || p[9] || p[10] || p[11])
-    return COMET_RT_ERR_CORRUPT;
-  h.blockSize = loadLE<uint32_t>(p + 12);
-  h.eb = loadLE<double>(p + 16);
-  h.n = loadLE<uint64_t>(p + 24);
-  for (unsigned i = 0; i < COMET_RT_CODEC_MAX_RANK; ++i) {
-    h.dims[i] = loadLE<uint64_t>(p + 32 + 8 * i);
-    if (i >= h.rank && h.dims[i] != 0)
-      return COMET_RT_ERR_CORRUPT;
-  }
-  h.numBlocks = loadLE<uint64_t>(p + 96);
-  h.numSparse = loadLE<uint64_t>(p + 104);
-  h.payloadBytes = loadLE<uint64_t>(p + 112);
-  h.numOutliers = loadLE<uint64_t>(p + 120);
-
-  uint64_t n;
-  if (!elementCount(h.dims, h.rank, n) || n != h.n)
-    return COMET_RT_ERR_CORRUPT;
-  uint64_t es = dtypeSize(h.dtype), outBytes;
-  if (mulOverflow(n, es, outBytes) || outBytes > (uint64_t(1) << 62))
-    return COMET_RT_ERR_CORRUPT;
-
-  uint64_t total = kHeaderSize;
-  if (h.codec == COMET_RT_CODEC_SZ) {
-    float step, inv;
-    if (h.blockSize != kBlockSize)
-      return COMET_RT_ERR_UNSUPPORTED;
-    if (!quantParams(h.eb, step, inv) ||
-        h.numBlocks != ceilDiv(n, kBlockSize) || h.numSparse > h.numBlocks ||
-        h.numOutliers > n)
-      return COMET_RT_ERR_CORRUPT;
-    uint64_t outlierBytes;
-    if (mulOverflow(h.numOutliers, kOutlierEntrySize, outlierBytes) ||
-        addOverflow(total, h.numBlocks, total) ||
-        addOverflow(total, h.numSparse, total) ||
-        addOverflow(total, h.payloadBytes, total) ||
-        addOverflow(total, outlierBytes, total))
-      return COMET_RT_ERR_CORRUPT;
-  } else {
-    // raw and mask have no blocks, no bound and a payload fixed by n.
-    uint64_t expected =
-        h.codec == COMET_RT_CODEC_RAW ? outBytes : ceilDiv(n, 8);
-    if (h.blockSize != 0 || loadLE<uint64_t>(p + 16) != 0 || h.numBlocks != 0 ||
-        h.numSparse != 0 || h.numOutliers != 0 || h.payloadBytes != expected)
-      return COMET_RT_ERR_CORRUPT;
-    total += expected;
-  }
-  if (inSize < total)
-    return COMET_RT_ERR_TRUNCATED;
-  if (inSize > total)
-    return COMET_RT_ERR_CORRUPT;
-  totalBytes = total;
-  return COMET_RT_OK;
 }
 
 //===----------------------------------------------------------------------===//
@@ -384,11 +274,6 @@ inline void unpackBits(const uint8_t *in, uint32_t *v, unsigned count,
 // sz blocks.
 //===----------------------------------------------------------------------===//
 
-struct Quant {
-  float step, inv;
-  double eb;
-};
-
 // What a block's mode choice needs: ORs of the values each mode would code
 // (their widths), the nonzero and outlier masks.
 struct BlockStats {
@@ -403,8 +288,8 @@ struct BlockStats {
 // integer code of element i, or 0 where the element is an outlier; q is 0
 // past len. Fills s.bad only.
 template <typename E>
-inline void quantizeScalar(const uint8_t *x, unsigned len, const Quant &qp,
-                           int32_t *q, BlockStats &s) {
+inline void quantizeScalar(const uint8_t *x, unsigned len,
+                           const QuantParams &qp, int32_t *q, BlockStats &s) {
   alignas(64) float xs[kBlockSize];
   alignas(64) int32_t bad[kBlockSize];
   for (unsigned i = 0; i < len; ++i)
@@ -474,7 +359,7 @@ inline void reduceScalar(const int32_t *q, unsigned len, BlockStats &s) {
 // no FMA), so the same codes and outliers. A full block without outliers
 // also gets its reductions and its dense codes (res) here; other blocks
 // leave them to reduceScalar.
-inline void quantizeF32(const uint8_t *x, unsigned len, const Quant &qp,
+inline void quantizeF32(const uint8_t *x, unsigned len, const QuantParams &qp,
                         int32_t *q, uint32_t *res, BlockStats &s) {
   alignas(16) float tail[kBlockSize];
   const float *xs = reinterpret_cast<const float *>(x); // loadu only
@@ -546,7 +431,7 @@ inline void quantizeF32(const uint8_t *x, unsigned len, const Quant &qp,
 // Quantizes a block and fills s; q is 0 past len, res may be filled (see
 // s.haveRes).
 template <typename E>
-inline void scanBlock(const uint8_t *x, unsigned len, const Quant &qp,
+inline void scanBlock(const uint8_t *x, unsigned len, const QuantParams &qp,
                       int32_t *q, uint32_t *res, BlockStats &s) {
 #if defined(__SSE2__)
   if constexpr (std::is_same_v<E, F32>) {
@@ -652,8 +537,9 @@ inline void emitBody(const int32_t *q, uint32_t *res, unsigned len,
 // Quantizes, plans and writes one block: its body (exactly plan.bytes bytes)
 // at dst; its outliers are the set bits of *badMask (none for raw blocks).
 template <typename E>
-inline BlockPlan encodeBlock(const uint8_t *x, unsigned len, const Quant &qp,
-                             uint8_t *dst, uint64_t *badMask) {
+inline BlockPlan encodeBlock(const uint8_t *x, unsigned len,
+                             const QuantParams &qp, uint8_t *dst,
+                             uint64_t *badMask) {
   alignas(64) int32_t q[kBlockSize];
   alignas(64) uint32_t res[kBlockSize];
   BlockStats s;
@@ -726,8 +612,9 @@ void writeOutlierValues(const uint8_t *x, const uint64_t *idx, uint64_t count,
 // and the counts and outliers are filled in. The bytes are those of the
 // two-pass encoder below.
 template <typename E>
-comet_rt_status compressSzOnePass(const uint8_t *x, Header &h, const Quant &qp,
-                                  uint8_t *out, size_t *outSize) {
+comet_rt_status compressSzOnePass(const uint8_t *x, Header &h,
+                                  const QuantParams &qp, uint8_t *out,
+                                  size_t *outSize) {
   const uint64_t n = h.n, nb = h.numBlocks;
   const uint64_t blockRaw = uint64_t(kBlockSize) * E::size;
   const unsigned nc =
@@ -795,16 +682,15 @@ comet_rt_status compressSzOnePass(const uint8_t *x, Header &h, const Quant &qp,
     writeOutlierValues<E>(x, l.data, l.size, outIdx + 8 * k, outVal + 4 * k);
     k += l.size;
   }
-  writeHeader(out, h);
+  encodeHeader(h, out);
   return COMET_RT_OK;
 }
 
 template <typename E>
 comet_rt_status compressSz(const uint8_t *x, Header &h, uint8_t *out,
                            size_t outCapacity, size_t *outSize) {
-  Quant qp;
-  qp.eb = h.eb;
-  if (!quantParams(h.eb, qp.step, qp.inv))
+  QuantParams qp;
+  if (!quantParams(h.eb, qp))
     return COMET_RT_ERR_INVALID_ARGUMENT;
   const uint64_t n = h.n, nb = ceilDiv(n, kBlockSize);
   h.blockSize = kBlockSize;
@@ -878,15 +764,14 @@ comet_rt_status compressSz(const uint8_t *x, Header &h, uint8_t *out,
       storeLE<uint32_t>(outVal + 4 * (outOff[b] + k), E::bits(x + i * E::size));
     }
   }
-  writeHeader(out, h);
+  encodeHeader(h, out);
   return COMET_RT_OK;
 }
 
 template <typename E>
 comet_rt_status decompressSz(const uint8_t *in, const Header &h, uint8_t *out) {
-  Quant qp;
-  qp.eb = h.eb;
-  quantParams(h.eb, qp.step, qp.inv); // checked by parseHeader
+  QuantParams qp;
+  quantParams(h.eb, qp); // checked by parseHeader
   const uint64_t n = h.n, nb = h.numBlocks;
   const uint8_t *desc = in + kHeaderSize;
   const uint8_t *counts = desc + nb;
@@ -1051,7 +936,7 @@ void parallelCopy(uint8_t *dst, const uint8_t *src, uint64_t bytes) {
 }
 
 template <template <typename> class F, typename... Args>
-auto dispatchDtype(uint8_t dtype, Args &&...args) {
+auto dispatchDtype(uint32_t dtype, Args &&...args) {
   switch (dtype) {
   case COMET_RT_DTYPE_F16:
     return F<F16>::run(std::forward<Args>(args)...);
@@ -1091,22 +976,7 @@ template <typename E> struct DecompressMaskFn {
 // Entry points.
 //===----------------------------------------------------------------------===//
 
-bool quantParams(double eb, float &step, float &inv) {
-  // eb must be finite, at least FLT_MIN, and 2*eb must be a finite float.
-  if (!(eb >= double(FLT_MIN)) || !(eb <= double(FLT_MAX) / 2))
-    return false;
-  step = float(2.0 * eb);
-  inv = float(1.0 / (2.0 * eb));
-  return std::isfinite(step) && std::isfinite(inv) && step > 0 && inv > 0;
-}
-
-size_t dtypeSize(int dtype) {
-  if (dtype == COMET_RT_DTYPE_F32)
-    return 4;
-  if (dtype == COMET_RT_DTYPE_F16 || dtype == COMET_RT_DTYPE_BF16)
-    return 2;
-  return 0;
-}
+size_t dtypeSize(int dtype) { return format::dtypeSize(uint32_t(dtype)); }
 
 size_t maxCompressedSize(int codec, int dtype, uint64_t n) {
   uint64_t es = dtypeSize(dtype), bytes, total = kHeaderSize;
@@ -1144,9 +1014,9 @@ comet_rt_status compress(int codec, int dtype, const void *data,
     return COMET_RT_ERR_INVALID_ARGUMENT;
   *outSize = 0;
   Header h;
-  h.codec = uint8_t(codec);
-  h.dtype = uint8_t(dtype);
-  h.rank = uint8_t(rank);
+  h.codec = uint32_t(codec);
+  h.dtype = uint32_t(dtype);
+  h.rank = rank;
   for (uint32_t i = 0; i < rank; ++i)
     h.dims[i] = dims[i];
   uint64_t es = dtypeSize(dtype), bytes;
@@ -1158,8 +1028,8 @@ comet_rt_status compress(int codec, int dtype, const void *data,
 
   if (codec == COMET_RT_CODEC_SZ) {
     h.eb = eb;
-    float step, inv;
-    if (!quantParams(eb, step, inv))
+    QuantParams qp;
+    if (!quantParams(eb, qp))
       return COMET_RT_ERR_INVALID_ARGUMENT;
     return dispatchDtype<CompressSzFn>(h.dtype, x, h, o, outCapacity, outSize);
   }
@@ -1168,7 +1038,7 @@ comet_rt_status compress(int codec, int dtype, const void *data,
   *outSize = size_t(total);
   if (total > outCapacity)
     return COMET_RT_ERR_BUFFER_TOO_SMALL;
-  writeHeader(o, h);
+  encodeHeader(h, o);
   if (codec == COMET_RT_CODEC_RAW)
     parallelCopy(o + kHeaderSize, x, bytes);
   else
@@ -1181,9 +1051,7 @@ comet_rt_status getInfo(const void *in, size_t inSize,
   if (!info)
     return COMET_RT_ERR_INVALID_ARGUMENT;
   Header h;
-  uint64_t total;
-  comet_rt_status st =
-      parseHeader(static_cast<const uint8_t *>(in), inSize, h, total);
+  comet_rt_status st = parseHeader(static_cast<const uint8_t *>(in), inSize, h);
   if (st != COMET_RT_OK)
     return st;
   *info = comet_rt_codec_info();
@@ -1200,7 +1068,7 @@ comet_rt_status getInfo(const void *in, size_t inSize,
   info->num_sparse_blocks = h.numSparse;
   info->payload_bytes = h.payloadBytes;
   info->num_outliers = h.numOutliers;
-  info->compressed_bytes = total;
+  info->compressed_bytes = h.totalBytes;
   info->decompressed_bytes = h.n * dtypeSize(h.dtype);
   return COMET_RT_OK;
 }
@@ -1208,9 +1076,8 @@ comet_rt_status getInfo(const void *in, size_t inSize,
 comet_rt_status decompress(const void *in, size_t inSize, void *out,
                            size_t outCapacity) {
   Header h;
-  uint64_t total;
   const uint8_t *p = static_cast<const uint8_t *>(in);
-  comet_rt_status st = parseHeader(p, inSize, h, total);
+  comet_rt_status st = parseHeader(p, inSize, h);
   if (st != COMET_RT_OK)
     return st;
   uint64_t bytes = h.n * dtypeSize(h.dtype);

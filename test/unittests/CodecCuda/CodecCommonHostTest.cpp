@@ -1,12 +1,14 @@
 //===- CodecCommonHostTest.cpp - The CUDA codec's shared code on the host -===//
 //
-// kernels/cuda/CodecCommon.h holds what the CUDA kernels compute per element
-// and per header: the dtype conversions, the quantizer and the header check.
-// It is written to compile for host and device alike; here it runs on the
-// host and must agree with the CPU codec: every element's decoded value is
-// the dequantized code (or the input bits, for an outlier or a raw block),
-// and every header gets the CPU's status. This checks the port of the
-// format, not the kernels (those need a GPU: CodecCudaTest.cpp).
+// kernels/cuda/CodecCommon.h holds what the CUDA kernels compute per element:
+// the dtype conversions and the quantizer; the header check and the eb range
+// come from comet/kernels/CodecFormat.h, which the CPU codec calls too. It is
+// written to compile for host and device alike; here it runs on the host and
+// must agree with the CPU codec: every element's decoded value is the
+// dequantized code (or the input bits, for an outlier or a raw block), and
+// every header, read from the 128-byte copy the decompress kernel makes, gets
+// the CPU's status. This checks the port of the format, not the kernels
+// (those need a GPU: CodecCudaTest.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "CodecCommon.h"

@@ -1,15 +1,29 @@
-//===- CodecFormat.h - Constants of the codec byte format -------*- C++ -*-===//
+//===- CodecFormat.h - The codec byte format, shared CPU/CUDA ---*- C++ -*-===//
 //
-// The numbers of docs/codec-format.md (version 1) that both the CPU and the
-// CUDA codec must agree on. They live here once so that the two
-// implementations cannot drift apart.
+// The parts of docs/codec-format.md (version 1) that both the CPU and the
+// CUDA codec must agree on: the constants, the eb range and quantization
+// step, and the 128-byte header (its encoding and its check against the
+// stream length). They live here once so that the two implementations cannot
+// drift apart. Everything is plain integer code, so that it compiles for the
+// host (the CPU codec, the CUDA host code) and, under nvcc, for the device
+// (the CUDA decompress kernel checks the header itself).
 //
 //===----------------------------------------------------------------------===//
 #ifndef COMET_KERNELS_CODECFORMAT_H
 #define COMET_KERNELS_CODECFORMAT_H
 
+#include "comet/runtime/codec.h"
+
+#include <cfloat>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#ifdef __CUDACC__
+#define COMET_HD __host__ __device__ __forceinline__
+#else
+#define COMET_HD inline
+#endif
 
 namespace comet::kernels::format {
 
@@ -33,6 +47,238 @@ enum BlockMode : uint8_t {
   kSparsePositive = 2, // nonzero mask + (q - 1) of the nonzeros, all q > 0
   kRawBlock = 3,       // the block's elements verbatim
 };
+
+inline constexpr uint32_t kMaxRank = COMET_RT_CODEC_MAX_RANK;
+// The range of eb: FLT_MIN <= eb <= FLT_MAX / 2.
+inline constexpr double kMinEb = double(FLT_MIN);
+inline constexpr double kMaxEb = double(FLT_MAX) / 2;
+
+//===----------------------------------------------------------------------===//
+// Bits, little-endian bytes and checked arithmetic.
+//===----------------------------------------------------------------------===//
+
+COMET_HD uint32_t floatBits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+COMET_HD float bitsFloat(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+COMET_HD uint64_t doubleBits(double d) {
+#ifdef __CUDA_ARCH__
+  return uint64_t(__double_as_longlong(d));
+#else
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return u;
+#endif
+}
+COMET_HD double bitsDouble(uint64_t u) {
+#ifdef __CUDA_ARCH__
+  return __longlong_as_double((long long)u);
+#else
+  double d;
+  std::memcpy(&d, &u, 8);
+  return d;
+#endif
+}
+
+COMET_HD uint64_t loadU64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = v << 8 | p[i];
+  return v;
+}
+COMET_HD uint32_t loadU32(const uint8_t *p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
+         uint32_t(p[3]) << 24;
+}
+COMET_HD void storeU64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    p[i] = uint8_t(v >> (8 * i));
+}
+COMET_HD void storeU32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = uint8_t(v >> (8 * i));
+}
+
+COMET_HD bool mulOverflow(uint64_t a, uint64_t b, uint64_t &r) {
+#ifdef __CUDA_ARCH__
+  r = a * b;
+  return a != 0 && r / a != b;
+#else
+  return __builtin_mul_overflow(a, b, &r);
+#endif
+}
+COMET_HD bool addOverflow(uint64_t a, uint64_t b, uint64_t &r) {
+#ifdef __CUDA_ARCH__
+  r = a + b;
+  return r < a;
+#else
+  return __builtin_add_overflow(a, b, &r);
+#endif
+}
+COMET_HD uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Size in bytes of one element of dtype, 0 for an unknown dtype.
+COMET_HD uint32_t dtypeSize(uint32_t dtype) {
+  return dtype == COMET_RT_DTYPE_F32                                     ? 4
+         : (dtype == COMET_RT_DTYPE_F16 || dtype == COMET_RT_DTYPE_BF16) ? 2
+                                                                         : 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The quantization step (docs/codec-format.md, "Quantization").
+//===----------------------------------------------------------------------===//
+
+struct QuantParams {
+  float step, inv; // 2 eb and 1 / (2 eb), rounded to float
+  double eb;
+};
+
+// The step and its reciprocal for eb, or false when eb is out of range:
+// eb must lie in [kMinEb, kMaxEb] and both floats must be finite and > 0.
+COMET_HD bool quantParams(double eb, QuantParams &qp) {
+  if (!(eb >= kMinEb) || !(eb <= kMaxEb))
+    return false;
+  double twice = eb * 2.0; // exact
+  qp.eb = eb;
+  qp.step = float(twice);
+  qp.inv = float(1.0 / twice);
+  uint32_t sb = floatBits(qp.step), ib = floatBits(qp.inv);
+  // finite and > 0: below the infinity pattern and not zero (sign clear)
+  return sb < 0x7F800000u && sb != 0 && ib < 0x7F800000u && ib != 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The header.
+//===----------------------------------------------------------------------===//
+
+struct Header {
+  uint32_t version = kFormatVersion;
+  uint32_t codec = 0, dtype = 0, rank = 0;
+  uint32_t blockSize = 0;
+  double eb = 0;
+  uint64_t n = 0;
+  uint64_t dims[kMaxRank] = {};
+  uint64_t numBlocks = 0, numSparse = 0, payloadBytes = 0, numOutliers = 0;
+  uint64_t totalBytes = 0; // the whole stream, from the section sizes
+};
+
+// The 128 header bytes of h (all fields but totalBytes).
+COMET_HD void encodeHeader(const Header &h, uint8_t *p) {
+  for (uint32_t i = 0; i < kHeaderSize; ++i)
+    p[i] = 0;
+  p[0] = 'C';
+  p[1] = 'M';
+  p[2] = 'T';
+  p[3] = 'C';
+  p[4] = uint8_t(h.version);
+  p[5] = uint8_t(h.version >> 8);
+  p[6] = uint8_t(h.codec);
+  p[7] = uint8_t(h.dtype);
+  p[8] = uint8_t(h.rank);
+  storeU32(p + 12, h.blockSize);
+  storeU64(p + 16, doubleBits(h.eb));
+  storeU64(p + 24, h.n);
+  for (uint32_t i = 0; i < kMaxRank; ++i)
+    storeU64(p + 32 + 8 * i, h.dims[i]);
+  storeU64(p + 96, h.numBlocks);
+  storeU64(p + 104, h.numSparse);
+  storeU64(p + 112, h.payloadBytes);
+  storeU64(p + 120, h.numOutliers);
+}
+
+// Reads and checks a stream's header and its section sizes against the
+// stream's length inSize; fills h (totalBytes too) on success. p holds
+// min(inSize, kHeaderSize) readable bytes. The order of the checks decides
+// the status of a stream with several faults, and is part of the format.
+COMET_HD comet_rt_status parseHeader(const uint8_t *p, uint64_t inSize,
+                                     Header &h) {
+  if (!p && inSize)
+    return COMET_RT_ERR_INVALID_ARGUMENT;
+  if (inSize < 4)
+    return COMET_RT_ERR_TRUNCATED;
+  if (p[0] != 'C' || p[1] != 'M' || p[2] != 'T' || p[3] != 'C')
+    return COMET_RT_ERR_CORRUPT;
+  if (inSize < kHeaderSize)
+    return COMET_RT_ERR_TRUNCATED;
+  h.version = uint32_t(p[4]) | uint32_t(p[5]) << 8;
+  if (h.version != kFormatVersion)
+    return COMET_RT_ERR_UNSUPPORTED;
+  h.codec = p[6];
+  h.dtype = p[7];
+  h.rank = p[8];
+  if (h.codec > COMET_RT_CODEC_MASK || h.dtype > COMET_RT_DTYPE_BF16 ||
+      h.rank > kMaxRank || p[9] || p[10] || p[11])
+    return COMET_RT_ERR_CORRUPT;
+  h.blockSize = loadU32(p + 12);
+  const uint64_t ebBits = loadU64(p + 16);
+  h.eb = bitsDouble(ebBits);
+  h.n = loadU64(p + 24);
+  for (uint32_t i = 0; i < kMaxRank; ++i) {
+    h.dims[i] = loadU64(p + 32 + 8 * i);
+    if (i >= h.rank && h.dims[i] != 0)
+      return COMET_RT_ERR_CORRUPT;
+  }
+  h.numBlocks = loadU64(p + 96);
+  h.numSparse = loadU64(p + 104);
+  h.payloadBytes = loadU64(p + 112);
+  h.numOutliers = loadU64(p + 120);
+
+  uint64_t n = 1;
+  for (uint32_t i = 0; i < h.rank; ++i)
+    if (mulOverflow(n, h.dims[i], n))
+      return COMET_RT_ERR_CORRUPT;
+  if (n != h.n)
+    return COMET_RT_ERR_CORRUPT;
+  uint64_t outBytes;
+  if (mulOverflow(n, dtypeSize(h.dtype), outBytes) ||
+      outBytes > (uint64_t(1) << 62))
+    return COMET_RT_ERR_CORRUPT;
+
+  uint64_t total = kHeaderSize;
+  if (h.codec == COMET_RT_CODEC_SZ) {
+    if (h.blockSize != kBlockSize)
+      return COMET_RT_ERR_UNSUPPORTED;
+    QuantParams qp;
+    if (!quantParams(h.eb, qp) || h.numBlocks != ceilDiv(n, kBlockSize) ||
+        h.numSparse > h.numBlocks || h.numOutliers > n)
+      return COMET_RT_ERR_CORRUPT;
+    uint64_t outlierBytes;
+    if (mulOverflow(h.numOutliers, kOutlierEntrySize, outlierBytes) ||
+        addOverflow(total, h.numBlocks, total) ||
+        addOverflow(total, h.numSparse, total) ||
+        addOverflow(total, h.payloadBytes, total) ||
+        addOverflow(total, outlierBytes, total))
+      return COMET_RT_ERR_CORRUPT;
+  } else {
+    // raw and mask have no blocks, no bound and a payload fixed by n.
+    const uint64_t expected =
+        h.codec == COMET_RT_CODEC_RAW ? outBytes : ceilDiv(n, 8);
+    if (h.blockSize != 0 || ebBits != 0 || h.numBlocks != 0 ||
+        h.numSparse != 0 || h.numOutliers != 0 || h.payloadBytes != expected)
+      return COMET_RT_ERR_CORRUPT;
+    total += expected;
+  }
+  if (inSize < total)
+    return COMET_RT_ERR_TRUNCATED;
+  if (inSize > total)
+    return COMET_RT_ERR_CORRUPT;
+  h.totalBytes = total;
+  return COMET_RT_OK;
+}
 
 } // namespace comet::kernels::format
 

@@ -42,10 +42,6 @@ comet_rt_status getInfo(const void *in, size_t inSize,
 comet_rt_status decompress(const void *in, size_t inSize, void *out,
                            size_t outCapacity);
 
-// The sz quantization step and its reciprocal as the format defines them,
-// or false when eb is out of range.
-bool quantParams(double eb, float &step, float &inv);
-
 } // namespace comet::kernels::cpu
 
 #endif // COMET_KERNELS_CPU_CODEC_H
