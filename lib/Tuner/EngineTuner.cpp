@@ -51,9 +51,16 @@ EngineTuner::create(Engine &engine, const TunerOptions &options) {
     return err(why);
   std::map<int64_t, int64_t> sites;
   std::vector<SlotInfo> slots = slotsOf(engine.stats(), &sites);
-  for (const SlotInfo &s : slots)
+  for (const SlotInfo &s : slots) {
     if (s.staticEb > 0 && comet_rt_slot_set_eb(s.slot, s.staticEb) != 0)
       return err("cannot set the bound of slot " + llvm::Twine(s.slot));
+    // A BatchNorm rule reads neither the masked moment nor K: skip their
+    // per-element work on stats steps.
+    bool needsMoments = llvm::any_of(s.consumers, [](const ConsumerInfo &c) {
+      return c.kind != ConsumerKind::BatchNorm;
+    });
+    comet_rt_slot_set_moments(s.slot, needsMoments);
+  }
   std::unique_ptr<EngineTuner> t(
       new EngineTuner(engine, BoundTuner(options, std::move(slots))));
   t->siteOfSlot = std::move(sites);
@@ -68,28 +75,42 @@ void EngineTuner::beforeStep(int64_t step) {
   }
 }
 
+/// R of an observation's activation (NaN if none was observed).
+static double nonZeroOf(const comet_rt_slot_observation &o) {
+  return o.act_elements > 0 ? double(o.act_nonzero) / double(o.act_elements)
+                            : NAN;
+}
+
+/// The dY statistics of one observation (NaN where nothing was observed).
+static ConsumerStats gradStatsOf(const comet_rt_slot_observation &o) {
+  ConsumerStats cs;
+  if (o.grad_elements > 0) {
+    cs.meanAbsGrad = o.grad_abs_sum / double(o.grad_elements);
+    cs.rmsGrad = std::sqrt(o.grad_sq_sum / double(o.grad_elements));
+    cs.gradNormSq = o.grad_sq_sum;
+  }
+  if (o.grad_masked_elements > 0) {
+    cs.maskedMoment = o.grad_masked_sq_sum / double(o.grad_masked_elements);
+    cs.coherentExcess = o.grad_coherent_pairs > 0
+                            ? o.grad_coherent_sum / o.grad_coherent_pairs
+                            : 0;
+  }
+  if (std::isfinite(o.aux_max))
+    cs.invStd = o.aux_max;
+  return cs;
+}
+
+static double orZero(double v) { return std::isfinite(v) ? v : 0; }
+
 SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
   SlotStats s;
   s.step = step;
   comet_rt_slot_observation o;
   for (size_t c = 0; c < info.consumers.size(); ++c) {
-    ConsumerStats cs;
     comet_rt_slot_get_observation(info.slot, static_cast<int64_t>(c), &o);
-    if (c == 0 && o.act_elements > 0)
-      s.nonZero = double(o.act_nonzero) / double(o.act_elements);
-    if (o.grad_elements > 0) {
-      cs.meanAbsGrad = o.grad_abs_sum / double(o.grad_elements);
-      cs.rmsGrad = std::sqrt(o.grad_sq_sum / double(o.grad_elements));
-      cs.gradNormSq = o.grad_sq_sum;
-    }
-    if (o.grad_masked_elements > 0) {
-      cs.maskedMoment = o.grad_masked_sq_sum / double(o.grad_masked_elements);
-      cs.coherentExcess = o.grad_coherent_pairs > 0
-                              ? o.grad_coherent_sum / o.grad_coherent_pairs
-                              : 0;
-    }
-    if (std::isfinite(o.aux_max))
-      cs.invStd = o.aux_max;
+    if (c == 0)
+      s.nonZero = nonZeroOf(o);
+    ConsumerStats cs = gradStatsOf(o);
     const std::string &p = info.consumers[c].param;
     if (!p.empty()) {
       llvm::ArrayRef<float> g = engine.gradient(p);
@@ -266,10 +287,12 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     m.kind = c.kind == ConsumerKind::Gemm ? "gemm" : "conv";
     m.eb = saved[s.slot];
     m.numTerms = c.numTerms;
-    m.nonZero = ob.act_elements ? double(ob.act_nonzero) / ob.act_elements : 0;
-    m.meanAbsGrad = ob.grad_elements ? ob.grad_abs_sum / ob.grad_elements : 0;
-    m.rmsGrad =
-        ob.grad_elements ? std::sqrt(ob.grad_sq_sum / ob.grad_elements) : 0;
+    ConsumerStats cs = gradStatsOf(ob);
+    m.nonZero = orZero(nonZeroOf(ob));
+    m.meanAbsGrad = orZero(cs.meanAbsGrad);
+    m.rmsGrad = orZero(cs.rmsGrad);
+    m.maskedMoment = orZero(cs.maskedMoment);
+    m.coherentExcess = orZero(cs.coherentExcess);
     CometBoundParams p;
     p.numTerms = m.numTerms;
     p.nonZeroFraction = m.nonZero;
@@ -277,14 +300,8 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     m.predictedStd = cometPredictedGradStd(m.eb, p);
     p.meanAbsGrad = m.rmsGrad;
     m.predictedStdRms = cometPredictedGradStd(m.eb, p);
-    m.maskedMoment = ob.grad_masked_elements
-                         ? ob.grad_masked_sq_sum / ob.grad_masked_elements
-                         : 0;
     m.predictedStdMasked = cometPredictedGradStdMasked(
         m.eb, kUniformStdFactor, m.numTerms, m.maskedMoment);
-    m.coherentExcess = ob.grad_coherent_pairs
-                           ? ob.grad_coherent_sum / ob.grad_coherent_pairs
-                           : 0;
     m.predictedStdCoherent = cometPredictedGradStdMasked(
         m.eb, kUniformStdFactor, m.numTerms, m.maskedMoment, m.coherentExcess);
     llvm::ArrayRef<float> gc = compressed.gradient(c.param);

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -163,6 +164,8 @@ struct Table {
   std::mutex mu;
   std::map<std::pair<int64_t, int64_t>, comet_rt_slot_observation> obs;
   std::map<int64_t, std::shared_ptr<const ActMask>> masks;
+  /// Slots whose observe_act keeps no ActMask (comet_rt_slot_set_moments).
+  std::set<int64_t> noMoments;
 };
 
 Table &table() {
@@ -239,9 +242,15 @@ int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_memref *x, int64_t slot,
   std::vector<int64_t> shape;
   if (!view(x, p, n, &shape))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
+  bool moments;
+  {
+    Table &t = table();
+    std::lock_guard<std::mutex> lock(t.mu);
+    moments = !t.noMoments.count(slot);
+  }
   int64_t nz = 0;
   auto mask = std::make_shared<ActMask>();
-  if (!shape.empty() && shape[0] > 0 && n > 0) {
+  if (moments && !shape.empty() && shape[0] > 0 && n > 0) {
     int64_t b = shape[0], per = n / b;
     mask->batch = b;
     mask->perSample.assign(b, 0);
@@ -276,10 +285,10 @@ int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_memref *x, int64_t slot,
     for (int64_t i = 0; i < n; ++i)
       nz += p[i] != 0.0f;
   }
-  mask->overall = n ? double(nz) / double(n) : 0;
-  if ((shape.size() == 4 || shape.size() == 2) && shape[0] > 0 && n > 0)
-    findGroups(p, shape[0], shape[1], n / (shape[0] * shape[1]), *mask);
-  {
+  if (moments) {
+    mask->overall = n ? double(nz) / double(n) : 0;
+    if ((shape.size() == 4 || shape.size() == 2) && shape[0] > 0 && n > 0)
+      findGroups(p, shape[0], shape[1], n / (shape[0] * shape[1]), *mask);
     Table &t = table();
     std::lock_guard<std::mutex> lock(t.mu);
     t.masks[slot] = std::move(mask);
@@ -404,6 +413,18 @@ int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_memref *t, int64_t slot,
   return update(slot, consumer, [&](comet_rt_slot_observation &o) {
     o.aux_max = std::max(o.aux_max, mx);
   });
+}
+
+int32_t comet_rt_slot_set_moments(int64_t slot, int32_t on) {
+  if (!validKey(slot, 0))
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
+  Table &t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (on)
+    t.noMoments.erase(slot);
+  else
+    t.noMoments.insert(slot);
+  return COMET_RT_SUCCESS;
 }
 
 int32_t comet_rt_slot_get_observation(int64_t slot, int64_t consumer,

@@ -78,8 +78,8 @@ COMET_RT_API int32_t comet_rt_slot_stats_enabled(void);
  * largest). A value is a candidate only where two consecutive elements of
  * the channel (along positions, then samples) hold it, as in a constant
  * region; equal values that are never adjacent are not grouped, which keeps
- * the search linear. observe_grad (same two cases as above, X's position taken at
- * the receptive field's centre) sums per output channel o and X channel c
+ * the search linear. observe_grad (same two cases as above, X's position taken
+ * at the receptive field's centre) sums per output channel o and X channel c
  * S_g = sum of dY and T_g = sum of dY^2 over each group g's elements, and
  * adds sum_g (S_g^2 - T_g): what replacing the group's independent terms by
  * one shared error adds to the variance of a dW element, in units of the
@@ -97,6 +97,14 @@ COMET_RT_API int32_t _mlir_ciface_comet_rt_slot_observe_grad(
 COMET_RT_API int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_memref *t,
                                                             int64_t slot,
                                                             int64_t consumer);
+
+/* Whether observe_act keeps X's non-zero pattern and equal-value groups
+ * for `slot`, i.e. whether observe_grad measures the masked moment and the
+ * coherent excess (on by default; kept across clears). Only the rules of
+ * Conv and Gemm consumers read them, so the tuner turns this off for slots
+ * that only BatchNorm reads. Returns 0, or COMET_RT_ERROR_INVALID_ARGUMENT
+ * for a bad slot. */
+COMET_RT_API int32_t comet_rt_slot_set_moments(int64_t slot, int32_t on);
 
 /* The sums of (slot, consumer); all zero (aux_max -inf) if none. Returns 0,
  * or COMET_RT_ERROR_INVALID_ARGUMENT for a negative slot or consumer. */

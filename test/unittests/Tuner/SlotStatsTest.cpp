@@ -190,3 +190,23 @@ TEST(SlotStats, CoherentExcessConv) {
   o = observe({3, 0, 3, 0, 3, 0, 3, 0}, {2, 1, 2, 2}, dy, {2, 1, 2, 2}, 6);
   EXPECT_EQ(o.grad_coherent_pairs, 0);
 }
+
+// With moments off (a slot only BatchNorm reads) X's non-zeros are still
+// counted but no masked moment or coherent excess is measured; turning them
+// back on restores both.
+TEST(SlotStats, MomentsOffSkipsMaskAndGroups) {
+  const std::vector<float> x = {2, 7, 2, 7, 2, 7, 2, 0};
+  const std::vector<float> dy = {1, 2, 3, -1};
+  ASSERT_EQ(comet_rt_slot_set_moments(7, 0), 0);
+  comet_rt_slot_observation o = observe(x, {4, 2}, dy, {4, 1}, 7);
+  EXPECT_EQ(o.act_nonzero, 7);
+  EXPECT_EQ(o.grad_elements, 4);
+  EXPECT_EQ(o.grad_masked_elements, 0);
+  EXPECT_EQ(o.grad_coherent_pairs, 0);
+  ASSERT_EQ(comet_rt_slot_set_moments(7, 1), 0);
+  o = observe(x, {4, 2}, dy, {4, 1}, 7);
+  EXPECT_EQ(o.grad_masked_elements, 4);
+  EXPECT_EQ(o.grad_coherent_pairs, 2);
+  EXPECT_DOUBLE_EQ(o.grad_coherent_sum, 10);
+  EXPECT_NE(comet_rt_slot_set_moments(-1, 0), 0);
+}
