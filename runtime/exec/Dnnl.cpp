@@ -9,12 +9,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Dnnl.h"
-#include "comet/runtime/alloc.h"
 #include "comet/runtime/exec.h"
 
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 using namespace comet::rt;
@@ -62,22 +62,13 @@ dnnl::primitive_attr userScratchpadAttr() {
 }
 
 void execute(const Primitive &p, std::unordered_map<int, memory> args) {
-  size_t bytes = p.scratchpad.get_size();
-  void *scratch = nullptr;
-  if (bytes) {
-    scratch = comet_rt_alloc(bytes, COMET_RT_MEM_WORKSPACE);
-    if (!scratch)
-      throw std::bad_alloc();
-    args[DNNL_ARG_SCRATCHPAD] = memory(p.scratchpad, engine(), scratch);
+  std::optional<Workspace> scratch;
+  if (size_t bytes = p.scratchpad.get_size()) {
+    scratch.emplace(bytes);
+    args[DNNL_ARG_SCRATCHPAD] = mem(p.scratchpad, scratch->get());
   }
-  try {
-    p.prim.execute(stream(), args);
-    stream().wait();
-  } catch (...) {
-    comet_rt_free(scratch);
-    throw;
-  }
-  comet_rt_free(scratch);
+  p.prim.execute(stream(), args);
+  stream().wait();
 }
 
 memory::desc plainMd(const std::vector<int64_t> &dims) {
@@ -484,18 +475,11 @@ int32_t _mlir_ciface_comet_rt_batch_norm_internal(
       return ok();
     }
     // Batch statistics into a temporary (outputs may be absent).
-    float *stats = static_cast<float *>(
-        comet_rt_alloc(2 * c * sizeof(float), COMET_RT_MEM_WORKSPACE));
-    if (!stats)
-      throw std::bad_alloc();
+    Workspace statsBuf(2 * c * sizeof(float));
+    float *stats = statsBuf.f();
     args[DNNL_ARG_MEAN] = mem(cMd, stats);
     args[DNNL_ARG_VARIANCE] = mem(cMd, stats + c);
-    try {
-      execute(p, args);
-    } catch (...) {
-      comet_rt_free(stats);
-      throw;
-    }
+    execute(p, args);
     for (int64_t i = 0; i < c; ++i) {
       float mean = stats[i], var = stats[c + i];
       float inMean = im.f()[i], inVar = iv.f()[i];
@@ -508,7 +492,6 @@ int32_t _mlir_ciface_comet_rt_batch_norm_internal(
       if (si.present)
         si.f()[i] = 1.0f / std::sqrt(var + epsilon);
     }
-    comet_rt_free(stats);
     return ok();
   });
 }
@@ -554,31 +537,23 @@ int32_t _mlir_ciface_comet_rt_batch_norm_grad(
       return Primitive{bb(pd), pd.scratchpad_desc()};
     });
     // oneDNN wants the variance; ORT saves 1/sqrt(var + eps).
-    float *var = static_cast<float *>(
-        comet_rt_alloc(c * sizeof(float), COMET_RT_MEM_WORKSPACE));
-    if (!var)
-      throw std::bad_alloc();
+    Workspace varBuf(c * sizeof(float));
+    float *var = varBuf.f();
     for (int64_t i = 0; i < c; ++i) {
       double s = si.f()[i];
       var[i] = (float)(1.0 / (s * s) - (double)epsilon);
     }
-    try {
-      execute(p, {{DNNL_ARG_SRC, mem(xMd, x.data)},
-                  {DNNL_ARG_DIFF_DST, mem(xMd, dy.data)},
-                  {DNNL_ARG_MEAN, mem(cMd, sm.data)},
-                  {DNNL_ARG_VARIANCE, mem(cMd, var)},
-                  {DNNL_ARG_SCALE, mem(cMd, sc.data)},
-                  // oneDNN 2.6 lists the shift as an input of the backward
-                  // pass with use_shift although dX does not depend on it.
-                  {DNNL_ARG_SHIFT, mem(cMd, sc.data)},
-                  {DNNL_ARG_DIFF_SRC, mem(xMd, dx.data)},
-                  {DNNL_ARG_DIFF_SCALE, mem(cMd, ds.data)},
-                  {DNNL_ARG_DIFF_SHIFT, mem(cMd, db.data)}});
-    } catch (...) {
-      comet_rt_free(var);
-      throw;
-    }
-    comet_rt_free(var);
+    execute(p, {{DNNL_ARG_SRC, mem(xMd, x.data)},
+                {DNNL_ARG_DIFF_DST, mem(xMd, dy.data)},
+                {DNNL_ARG_MEAN, mem(cMd, sm.data)},
+                {DNNL_ARG_VARIANCE, mem(cMd, var)},
+                {DNNL_ARG_SCALE, mem(cMd, sc.data)},
+                // oneDNN 2.6 lists the shift as an input of the backward
+                // pass with use_shift although dX does not depend on it.
+                {DNNL_ARG_SHIFT, mem(cMd, sc.data)},
+                {DNNL_ARG_DIFF_SRC, mem(xMd, dx.data)},
+                {DNNL_ARG_DIFF_SCALE, mem(cMd, ds.data)},
+                {DNNL_ARG_DIFF_SHIFT, mem(cMd, db.data)}});
     return ok();
   });
 }
@@ -603,7 +578,9 @@ int32_t softmaxImpl(const char *op, const Tensor &x, const Tensor &y,
     return ok();
   return guard(op, [&] {
     memory::desc md({outer, mid, inner}, f32, tag::abc);
-    Primitive p = getPrimitive(key(op, {outer, mid, inner, log}), [&] {
+    // Keyed by the primitive, not by op: SoftmaxCrossEntropyLoss shares
+    // log_softmax's primitives.
+    Primitive p = getPrimitive(key("softmax", {outer, mid, inner, log}), [&] {
       using sf = dnnl::softmax_v2_forward;
       sf::desc d(dnnl::prop_kind::forward_inference,
                  log ? dnnl::algorithm::softmax_log

@@ -20,6 +20,22 @@ using namespace comet::rt;
 
 namespace {
 
+/// The numpy broadcast of shapes a and b into out; false if they do not
+/// broadcast.
+bool broadcastShape(const std::vector<int64_t> &a,
+                    const std::vector<int64_t> &b, std::vector<int64_t> &out) {
+  size_t r = std::max(a.size(), b.size());
+  out.assign(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i + a.size() >= r ? a[i + a.size() - r] : 1;
+    int64_t db = i + b.size() >= r ? b[i + b.size() - r] : 1;
+    if (da != db && da != 1 && db != 1)
+      return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
 /// Strides of `in` (padded at the front to rank(out)) seen from out's index
 /// space: 0 on broadcast dims. Fails if in does not broadcast to out.
 bool broadcastStrides(const std::vector<int64_t> &in,
@@ -118,20 +134,13 @@ int32_t _mlir_ciface_comet_rt_add(comet_rt_memref *am, comet_rt_memref *bm,
   COMET_RT_TRY(view(am, 4, "add A", a));
   COMET_RT_TRY(view(bm, 4, "add B", b));
   COMET_RT_TRY(view(ym, 4, "add Y", y));
-  std::vector<int64_t> sa, sb;
-  COMET_RT_CHECK(broadcastStrides(a.dims, y.dims, sa) &&
-                     broadcastStrides(b.dims, y.dims, sb),
+  // Y must be exactly the broadcast shape.
+  std::vector<int64_t> want, sa, sb;
+  COMET_RT_CHECK(broadcastShape(a.dims, b.dims, want) && want == y.dims,
                  "add: A ", shapeStr(a.dims), " and B ", shapeStr(b.dims),
                  " do not broadcast to Y ", shapeStr(y.dims));
-  // Y must be exactly the broadcast shape.
-  size_t r = std::max(a.dims.size(), b.dims.size());
-  COMET_RT_CHECK(y.dims.size() == r, "add: Y rank is not the broadcast rank");
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i + a.dims.size() >= r ? a.dims[i + a.dims.size() - r] : 1;
-    int64_t db = i + b.dims.size() >= r ? b.dims[i + b.dims.size() - r] : 1;
-    COMET_RT_CHECK(y.dims[i] == std::max(da, db) || da == 0 || db == 0,
-                   "add: Y is not the broadcast shape");
-  }
+  broadcastStrides(a.dims, y.dims, sa);
+  broadcastStrides(b.dims, y.dims, sb);
   const float *pa = a.f(), *pb = b.f();
   float *py = y.f();
   int64_t n = y.numel();
@@ -155,17 +164,10 @@ int32_t _mlir_ciface_comet_rt_expand(comet_rt_memref *xm, comet_rt_memref *sm,
   COMET_RT_TRY(view(ym, 4, "expand Y", y));
   COMET_RT_CHECK(s.rank() == 1, "expand: shape must be 1-D");
   // Y = broadcast(X dims, shape).
-  std::vector<int64_t> shp(s.i64(), s.i64() + s.numel());
-  size_t r = std::max(shp.size(), x.dims.size());
-  std::vector<int64_t> want(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t dx = i + x.dims.size() >= r ? x.dims[i + x.dims.size() - r] : 1;
-    int64_t ds = i + shp.size() >= r ? shp[i + shp.size() - r] : 1;
-    COMET_RT_CHECK(dx == ds || dx == 1 || ds == 1, "expand: X ",
-                   shapeStr(x.dims), " and shape ", shapeStr(shp),
-                   " do not broadcast");
-    want[i] = dx == 1 ? ds : dx;
-  }
+  std::vector<int64_t> shp(s.i64(), s.i64() + s.numel()), want;
+  COMET_RT_CHECK(broadcastShape(x.dims, shp, want), "expand: X ",
+                 shapeStr(x.dims), " and shape ", shapeStr(shp),
+                 " do not broadcast");
   COMET_RT_CHECK(want == y.dims, "expand: Y is ", shapeStr(y.dims),
                  ", expected ", shapeStr(want));
   std::vector<int64_t> sx;
@@ -200,17 +202,6 @@ int32_t _mlir_ciface_comet_rt_scale(comet_rt_memref *xm, comet_rt_memref *sm,
     for (int64_t i = 0; i < n; ++i)
       b[i] = a[i] * f;
   }
-  return ok();
-}
-
-int32_t _mlir_ciface_comet_rt_fill(comet_rt_memref *ym, float value) {
-  Tensor y;
-  COMET_RT_TRY(view(ym, 4, "fill Y", y));
-  float *p = y.f();
-  int64_t n = y.numel();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    p[i] = value;
   return ok();
 }
 

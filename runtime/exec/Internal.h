@@ -1,16 +1,19 @@
 //===- Internal.h - Shared helpers of the runtime implementation ----------===//
 //
-// Error reporting, views of MLIR memref descriptors, and the oneDNN engine,
-// stream and primitive cache. Not installed.
+// Error reporting, views of MLIR memref descriptors and kernel temporaries
+// (the oneDNN engine, stream and primitive cache are in Dnnl.h). Not
+// installed.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef COMET_RUNTIME_EXEC_INTERNAL_H
 #define COMET_RUNTIME_EXEC_INTERNAL_H
 
+#include "comet/runtime/alloc.h"
 #include "comet/runtime/types.h"
 
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,26 @@ int32_t view(const comet_rt_memref *m, size_t elemBytes, const char *what,
              Tensor &t, bool optional = false);
 
 std::string shapeStr(const std::vector<int64_t> &dims);
+
+/// A kernel temporary from comet_rt_alloc (category workspace), freed at the
+/// end of its scope. Throws std::bad_alloc when the allocator fails, so it
+/// belongs inside guard() (Dnnl.h), which reports that as out of memory.
+class Workspace {
+public:
+  explicit Workspace(size_t bytes)
+      : p(comet_rt_alloc(bytes, COMET_RT_MEM_WORKSPACE)) {
+    if (!p)
+      throw std::bad_alloc();
+  }
+  ~Workspace() { comet_rt_free(p); }
+  Workspace(const Workspace &) = delete;
+  Workspace &operator=(const Workspace &) = delete;
+  void *get() const { return p; }
+  float *f() const { return static_cast<float *>(p); }
+
+private:
+  void *p;
+};
 
 } // namespace comet::rt
 

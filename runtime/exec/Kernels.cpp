@@ -8,13 +8,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Dnnl.h"
-#include "comet/runtime/alloc.h"
 #include "comet/runtime/exec.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 using namespace comet::rt;
 
@@ -90,18 +90,16 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(
   double sumW;
   COMET_RT_TRY(sampleWeights(op, s, labels.i64(), weights, ignoreIndex,
                              hasIgnore != 0, w, sumW));
-  Tensor lpBuf = lp;
-  float *tmp = nullptr;
-  if (!lp.present) {
-    tmp = static_cast<float *>(
-        comet_rt_alloc(sizeof(float) * scores.numel(), COMET_RT_MEM_WORKSPACE));
-    if (!tmp)
-      return fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
-    lpBuf.data = tmp;
-    lpBuf.dims = scores.dims;
-  }
-  int32_t st = softmaxImpl(op, scores, lpBuf, 1, /*log=*/true);
-  if (st == COMET_RT_SUCCESS) {
+  return guard(op, [&] {
+    // Without a log_prob output, the log-softmax goes to a temporary.
+    Tensor lpBuf = lp;
+    std::optional<Workspace> tmp;
+    if (!lp.present) {
+      tmp.emplace(sizeof(float) * scores.numel());
+      lpBuf.data = tmp->get();
+      lpBuf.dims = scores.dims;
+    }
+    COMET_RT_TRY(softmaxImpl(op, scores, lpBuf, 1, /*log=*/true));
     const float *l = lpBuf.f();
     const int64_t *lbl = labels.i64();
     double total = 0;
@@ -116,9 +114,8 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(
       loss.f()[0] = (float)total;
     else if (reduction == COMET_RT_REDUCTION_MEAN)
       loss.f()[0] = (float)(total / sumW);
-  }
-  comet_rt_free(tmp);
-  return st == COMET_RT_SUCCESS ? ok() : st;
+    return ok();
+  });
 }
 
 int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(

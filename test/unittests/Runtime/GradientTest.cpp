@@ -15,9 +15,6 @@ using namespace comet::test;
 
 namespace {
 
-#define ASSERT_RT(call)                                                        \
-  ASSERT_EQ((call), COMET_RT_SUCCESS) << comet_rt_last_error()
-
 double dot(const F &a, const F &b) {
   double s = 0;
   for (int64_t i = 0; i < a.size(); ++i)

@@ -10,9 +10,6 @@ using namespace comet::test;
 
 namespace {
 
-#define ASSERT_RT(call)                                                        \
-  ASSERT_EQ((call), COMET_RT_SUCCESS) << comet_rt_last_error()
-
 struct ConvP {
   int64_t sH, sW, pT, pL, pB, pR, dH, dW, g;
 };
@@ -376,6 +373,12 @@ TEST(SoftmaxCrossEntropy, ReductionsWeightsIgnoreIndex) {
                 wi[n] * g;
           }
         expectNear(dx.v, want, 1e-5, "sce grad");
+
+        // Without the log_prob output (a temporary holds it), the same loss.
+        F loss2(loss.dims);
+        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(
+            &s, &labels, weighted ? &w : &n0, &loss2, &n0, red, 3, ignore));
+        EXPECT_EQ(loss2.v, loss.v);
       }
   I badLabels({N}, std::vector<int64_t>{0, 4, 1, 2, 3, 1});
   F loss({}), n0 = none();
@@ -466,6 +469,12 @@ TEST(Glue, ReluAddExpandScaleGapReduceShapes) {
     int64_t c = (i / 4) % 3, w = i % 2;
     ASSERT_FLOAT_EQ(s[i], x[i] + b[c * 2 + w]);
   }
+  // Y must be the broadcast shape itself, not one that A and B fit into.
+  F one({1}, 1.0f), three({3}), deepY({1, 2, 3, 2, 2});
+  EXPECT_EQ(_mlir_ciface_comet_rt_add(&one, &one, &three),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(_mlir_ciface_comet_rt_add(&x, &b, &deepY),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   F g({2, 3, 1, 1});
   ASSERT_RT(_mlir_ciface_comet_rt_global_average_pool(&x, &g));
   for (int64_t p = 0; p < 6; ++p)
@@ -509,6 +518,14 @@ TEST(Glue, ReluAddExpandScaleGapReduceShapes) {
   ASSERT_RT(_mlir_ciface_comet_rt_flatten(&x, &flat, 1));
   ASSERT_RT(_mlir_ciface_comet_rt_reshape(&flat, &rs, &back, 0));
   EXPECT_EQ(back.v, x.v);
+  F copy({24});
+  ASSERT_RT(_mlir_ciface_comet_rt_identity(&x, &copy));
+  EXPECT_EQ(copy.v, x.v);
+  I copyI({4});
+  ASSERT_RT(_mlir_ciface_comet_rt_identity_i64(&shape, &copyI));
+  EXPECT_EQ(copyI.v, shape.v);
+  EXPECT_EQ(_mlir_ciface_comet_rt_identity(&x, &r0),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   F wrong({2, 3, 4});
   EXPECT_EQ(_mlir_ciface_comet_rt_reshape(&flat, &rs, &wrong, 0),
             COMET_RT_ERROR_INVALID_ARGUMENT);

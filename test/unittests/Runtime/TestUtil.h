@@ -12,6 +12,10 @@
 #include <random>
 #include <vector>
 
+/// Asserts that a runtime call succeeds, printing its error message if not.
+#define ASSERT_RT(call)                                                        \
+  ASSERT_EQ((call), COMET_RT_SUCCESS) << comet_rt_last_error()
+
 namespace comet::test {
 
 /// A dense tensor with an MLIR unranked-memref view of it.

@@ -237,9 +237,6 @@ COMET_RT_API int32_t _mlir_ciface_comet_rt_scale(comet_rt_mr *x,
                                                  comet_rt_mr *y,
                                                  int64_t scale_down);
 
-/* Y[:] = value. */
-COMET_RT_API int32_t _mlir_ciface_comet_rt_fill(comet_rt_mr *y, float value);
-
 /* ---- Gradient accumulation and optimizers (glue, in place) --------------- */
 
 /* com.microsoft InPlaceAccumulatorV2: (buffer, value, overwrite? i1) ->
@@ -277,16 +274,17 @@ COMET_RT_API int32_t _mlir_ciface_comet_rt_sgd_momentum(
     comet_rt_mr *velocity, float momentum, float weight_decay,
     int64_t nesterov);
 
-/* ---- Statistics for the bound tuner ---------------------------------------
- */
+/* ---- Statistics (glue) --------------------------------------------------- */
 
 /* out[0] = mean |X|; out[1] = fraction of non-zero elements of X. out has
- * 2 elements. */
+ * 2 elements. No lowering emits it; the bound tuner's statistics come from
+ * comet_rt_slot_observe_* (docs/tuning.md). */
 COMET_RT_API int32_t
 _mlir_ciface_comet_rt_abs_mean_and_density(comet_rt_mr *x, comet_rt_mr *out);
 
-/* Threads of the glue kernels (0: the OpenMP default). oneDNN uses the
- * OpenMP default too. */
+/* omp_set_num_threads(num_threads) on the calling thread: the thread count
+ * of the glue kernels and of oneDNN (built on the same OpenMP runtime);
+ * num_threads <= 0 leaves it as it is. */
 COMET_RT_API void comet_rt_set_num_threads(int num_threads);
 
 /* Number of oneDNN primitives in the cache (for tests). */
