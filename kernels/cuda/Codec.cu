@@ -488,8 +488,7 @@ struct DecompressArgs {
   int32_t *status;
 };
 
-// The size of block b from its descriptor and count; sets *bad on an
-// inconsistency.
+// The size of a block of len elements from its descriptor d and count nnz.
 template <typename E>
 __device__ __forceinline__ uint64_t blockBytes(uint32_t d, uint32_t nnz,
                                                uint32_t len) {
@@ -499,6 +498,33 @@ __device__ __forceinline__ uint64_t blockBytes(uint32_t d, uint32_t nnz,
   if (mode == kDense)
     return ceilDiv(uint64_t(len) * w, 8);
   return ceilDiv(len, 8) + ceilDiv(uint64_t(nnz) * w, 8);
+}
+
+// Thread t's block of a chunk of kThreads blocks from base (none past b1):
+// its descriptor, length and count. The chunk's sparse blocks' counts follow
+// one another from counts[sparseRun]; *chunkSparse gets how many there are.
+// All threads must call it.
+struct ChunkBlock {
+  bool valid, sparse;
+  uint32_t d, len, nnz;
+};
+__device__ ChunkBlock chunkBlock(const uint8_t *desc, const uint8_t *counts,
+                                 uint64_t n, uint64_t base, uint64_t b1,
+                                 uint64_t sparseRun, uint64_t *chunkSparse) {
+  const uint64_t b = base + threadIdx.x;
+  ChunkBlock c{b < b1, false, 0, 0, 0};
+  if (c.valid) {
+    c.d = desc[b];
+    c.len = uint32_t(minU64(kBlockSize, n - b * kBlockSize));
+    c.sparse = isSparse(c.d >> 6);
+  }
+  Sums s{}, chunk{};
+  s.a = c.sparse;
+  const Sums ex = blockExclusiveScan(s, &chunk);
+  if (c.sparse)
+    c.nnz = counts[sparseRun + ex.a];
+  *chunkSparse = chunk.a;
+  return c;
 }
 
 template <typename E>
@@ -547,24 +573,14 @@ __device__ void decompressSz(const DecompressArgs &args, const Header &h) {
   {
     uint64_t sparseRun = sparseBase;
     for (uint64_t base = b0; base < b1; base += kThreads) {
-      const uint64_t b = base + threadIdx.x;
-      uint32_t d = 0, len = 0;
-      if (b < b1) {
-        d = desc[b];
-        len = uint32_t(minU64(kBlockSize, n - b * kBlockSize));
+      uint64_t chunkSparse; // the counts read are < numSparse: checked above
+      const ChunkBlock c =
+          chunkBlock(desc, counts, n, base, b1, sparseRun, &chunkSparse);
+      if (c.valid) {
+        mine.b += c.nnz > c.len;
+        mine.a += blockBytes<E>(c.d, c.nnz, c.len);
       }
-      Sums s{}, chunk{};
-      s.a = b < b1 && isSparse(d >> 6);
-      Sums ex = blockExclusiveScan(s, &chunk);
-      if (b < b1) {
-        uint32_t nnz = 0;
-        if (s.a) {
-          nnz = counts[sparseRun + ex.a]; // < numSparse: checked above
-          mine.b += nnz > len;
-        }
-        mine.a += blockBytes<E>(d, nnz, len);
-      }
-      sparseRun += chunk.a;
+      sparseRun += chunkSparse;
     }
   }
   blockExclusiveScan(mine, &sum);
@@ -584,21 +600,14 @@ __device__ void decompressSz(const DecompressArgs &args, const Header &h) {
     uint64_t sparseRun = sparseBase, byteRun = before.a;
     bool corrupt = false;
     for (uint64_t base = b0; base < b1; base += kThreads) {
-      const uint64_t b = base + threadIdx.x;
-      uint32_t d = 0, len = 0;
-      if (b < b1) {
-        d = desc[b];
-        len = uint32_t(minU64(kBlockSize, n - b * kBlockSize));
-      }
-      Sums s{}, chunk{};
-      s.a = b < b1 && isSparse(d >> 6);
-      Sums ex = blockExclusiveScan(s, &chunk);
-      uint32_t nnz = s.a ? counts[sparseRun + ex.a] : 0;
+      uint64_t chunkSparse;
+      const ChunkBlock c =
+          chunkBlock(desc, counts, n, base, b1, sparseRun, &chunkSparse);
       Sums sz{}, chunkBytes{};
-      sz.a = b < b1 ? blockBytes<E>(d, nnz, len) : 0;
+      sz.a = c.valid ? blockBytes<E>(c.d, c.nnz, c.len) : 0;
       Sums exBytes = blockExclusiveScan(sz, &chunkBytes);
       chunkOff[threadIdx.x] = byteRun + exBytes.a;
-      chunkNnz[threadIdx.x] = uint8_t(nnz);
+      chunkNnz[threadIdx.x] = uint8_t(c.nnz);
       __syncthreads();
       const uint64_t inChunk = minU64(kThreads, b1 - base);
       for (uint32_t t = warp; t < inChunk; t += kWarps) {
@@ -609,7 +618,7 @@ __device__ void decompressSz(const DecompressArgs &args, const Header &h) {
             !decodeBlock<E>(payload + chunkOff[t], dd >> 6, dd & 63,
                             chunkNnz[t], ll, bb * kBlockSize, qp, args.out);
       }
-      sparseRun += chunk.a;
+      sparseRun += chunkSparse;
       byteRun += chunkBytes.a;
       __syncthreads(); // chunkOff is rewritten by the next chunk
     }
