@@ -46,20 +46,21 @@ class CodecError(RuntimeError):
     pass
 
 
-def find_library() -> Path:
-    """libCometCodec.so: $COMET_CODEC_LIB, $COMET_BUILD_DIR/lib, or build*/."""
-    if os.environ.get("COMET_CODEC_LIB"):
-        return Path(os.environ["COMET_CODEC_LIB"])
+def find_library(name: str = "libCometCodec.so", env: str = "COMET_CODEC_LIB",
+                 hint: str = "build it") -> Path:
+    """A library of the build: $<env>, $COMET_BUILD_DIR/lib, or build*/lib."""
+    if os.environ.get(env):
+        return Path(os.environ[env])
     dirs = []
     if os.environ.get("COMET_BUILD_DIR"):
         dirs.append(Path(os.environ["COMET_BUILD_DIR"]))
     dirs += [REPO / "build"] + sorted(Path(p) for p in glob.glob(str(REPO / "build*")))
     for d in dirs:
-        lib = d / "lib" / "libCometCodec.so"
+        lib = d / "lib" / name
         if lib.exists():
             return lib
     raise FileNotFoundError(
-        "libCometCodec.so not found; build it and set COMET_BUILD_DIR or COMET_CODEC_LIB")
+        f"{name} not found; {hint} and set COMET_BUILD_DIR or {env}")
 
 
 class CodecLib:

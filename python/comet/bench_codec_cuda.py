@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import glob
 import json
 import os
 import statistics
@@ -37,6 +36,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from comet.bench_codec import find_library
 
 REPO = Path(__file__).resolve().parents[2]
 SZ, F32 = 1, 0
@@ -51,15 +52,8 @@ def build_dir() -> Path:
 
 def find_codec_cuda() -> Path:
     """libCometCodecCuda.so: $COMET_CODEC_CUDA_LIB, $COMET_BUILD_DIR/lib, build*/lib."""
-    if os.environ.get("COMET_CODEC_CUDA_LIB"):
-        return Path(os.environ["COMET_CODEC_CUDA_LIB"])
-    dirs = [build_dir()] + sorted(Path(p) for p in glob.glob(str(REPO / "build*")))
-    for d in dirs:
-        lib = d / "lib" / "libCometCodecCuda.so"
-        if lib.exists():
-            return lib
-    raise FileNotFoundError(
-        "libCometCodecCuda.so not found: build with nvcc present and set COMET_BUILD_DIR")
+    return find_library("libCometCodecCuda.so", "COMET_CODEC_CUDA_LIB",
+                        "build with nvcc present")
 
 
 class Cuda:

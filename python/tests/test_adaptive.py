@@ -4,25 +4,14 @@ scripts' parsing. docs/tuning.md."""
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
+from comet_tools import tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LENET = os.path.join(ROOT, "test", "fixtures", "models", "lenet",
                      "training_model.onnx")
-
-
-def tool(name):
-    env = {"comet-train": "COMET_TRAIN", "comet-opt": "COMET_OPT"}[name]
-    path = os.environ.get(env)
-    if not path and os.environ.get("COMET_BUILD_DIR"):
-        path = os.path.join(os.environ["COMET_BUILD_DIR"], "bin", name)
-    path = path or shutil.which(name)
-    if not path or not os.path.exists(path):
-        pytest.skip(f"{name} not built (set {env})")
-    return path
 
 
 def train(tmp_path, *extra, name="r"):

@@ -3,28 +3,18 @@ JIT-compiled lowering) against ONNX Runtime running the same
 training_model.onnx: the loss and every parameter gradient must agree
 within 1e-4 relative (max |comet - ort| / max |ort| per tensor)."""
 import os
-import shutil
 import subprocess
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from comet_tools import tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.path.join(ROOT, "test", "fixtures", "models")
 BATCH = 8
 TOL = 1e-4
-
-
-def comet_train():
-    path = os.environ.get("COMET_TRAIN")
-    if not path and os.environ.get("COMET_BUILD_DIR"):
-        path = os.path.join(os.environ["COMET_BUILD_DIR"], "bin", "comet-train")
-    path = path or shutil.which("comet-train")
-    if not path or not os.path.exists(path):
-        pytest.skip("comet-train not built (set COMET_TRAIN)")
-    return path
 
 
 def ort_step(model_dir, images, labels):
@@ -71,7 +61,7 @@ def rel(a, b):
 
 @pytest.mark.parametrize("name", ["lenet", "mlp", "resnet", "vgg"])
 def test_one_step_matches_ort(name, tmp_path):
-    tool = comet_train()
+    exe = tool("comet-train")
     model_dir = os.path.join(MODELS, name)
     rng = np.random.default_rng(7)
     images = rng.random((BATCH, 1, 28, 28), dtype=np.float32)
@@ -79,7 +69,7 @@ def test_one_step_matches_ort(name, tmp_path):
     images.tofile(tmp_path / "in.bin")
     labels.tofile(tmp_path / "labels.bin")
     out = tmp_path / "dump"
-    subprocess.run([tool, os.path.join(model_dir, "training_model.onnx"),
+    subprocess.run([exe, os.path.join(model_dir, "training_model.onnx"),
                     "--batch", str(BATCH), "--dump-grads", str(out),
                     "--inputs", str(tmp_path / "in.bin"),
                     "--labels", str(tmp_path / "labels.bin")],
@@ -101,7 +91,7 @@ def test_mask_only_compression_gives_identical_gradients(tmp_path):
     """The mask codec is lossless for ReluGrad: with only mask slots
     compressed (their decompresses fused into ReluGrad), LeNet's loss and
     every gradient equal the uncompressed run's bit for bit."""
-    tool = comet_train()
+    exe = tool("comet-train")
     model = os.path.join(MODELS, "lenet", "training_model.onnx")
     rng = np.random.default_rng(11)
     (rng.random((BATCH, 1, 28, 28), dtype=np.float32) - 0.5).tofile(
@@ -110,9 +100,9 @@ def test_mask_only_compression_gives_identical_gradients(tmp_path):
         tmp_path / "labels.bin")
     common = ["--batch", str(BATCH), "--inputs", str(tmp_path / "in.bin"),
               "--labels", str(tmp_path / "labels.bin")]
-    subprocess.run([tool, model, "--dump-grads", str(tmp_path / "none")]
+    subprocess.run([exe, model, "--dump-grads", str(tmp_path / "none")]
                    + common, check=True, capture_output=True, text=True)
-    subprocess.run([tool, model, "--compress", "static", "--compress-options",
+    subprocess.run([exe, model, "--compress", "static", "--compress-options",
                     "codec=mask", "--dump-grads", str(tmp_path / "mask"),
                     "--dump-ir", str(tmp_path / "mask.mlir")] + common,
                    check=True, capture_output=True, text=True)

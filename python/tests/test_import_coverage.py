@@ -6,27 +6,19 @@ NameLoc(node name); initializers, inputs and outputs are all there, and every
 Uses the comet-opt of $COMET_BUILD_DIR (set by the ctest entry), else build/.
 """
 import collections
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import onnx
 import pytest
+from comet_tools import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "test" / "fixtures" / "models").glob("*/*.onnx"))
 INPUTS = sorted(p for p in (ROOT / "test" / "Import" / "Inputs").glob("*.onnx")
                 if not p.name.startswith("bad-"))
 NOT_NODES = {"onnx.NoValue", "onnx.Initializer"}
-
-
-def comet_opt():
-    build = Path(os.environ.get("COMET_BUILD_DIR", ROOT / "build"))
-    exe = build / "bin" / "comet-opt"
-    if not exe.exists():
-        pytest.skip(f"{exe} is not built")
-    return exe
 
 
 def documented_ops():
@@ -41,7 +33,7 @@ def documented_ops():
 
 def imported(path):
     """Op names, their location names, and the func signature sizes."""
-    out = subprocess.run([str(comet_opt()), str(path), "-mlir-print-op-generic",
+    out = subprocess.run([tool("comet-opt"), str(path), "-mlir-print-op-generic",
                           "-mlir-print-debuginfo"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     text = out.stdout

@@ -2,12 +2,12 @@
 training progress, and clear errors on bad input."""
 import json
 import os
-import shutil
 import subprocess
 
 import numpy as np
 import onnx
 import pytest
+from comet_tools import tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.path.join(ROOT, "test", "fixtures", "models")
@@ -20,18 +20,8 @@ REPORT_KEYS = {
 }
 
 
-def tool():
-    path = os.environ.get("COMET_TRAIN")
-    if not path and os.environ.get("COMET_BUILD_DIR"):
-        path = os.path.join(os.environ["COMET_BUILD_DIR"], "bin", "comet-train")
-    path = path or shutil.which("comet-train")
-    if not path or not os.path.exists(path):
-        pytest.skip("comet-train not built (set COMET_TRAIN)")
-    return path
-
-
 def run(*args, check=True):
-    p = subprocess.run([tool(), *map(str, args)], capture_output=True, text=True)
+    p = subprocess.run([tool("comet-train"), *map(str, args)], capture_output=True, text=True)
     if check and p.returncode != 0:
         raise AssertionError(f"comet-train failed: {p.stderr}")
     return p
