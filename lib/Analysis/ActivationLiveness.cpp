@@ -102,20 +102,20 @@ Timeline comet::buildTimeline(int64_t numSteps,
 // Classification by op name
 //===----------------------------------------------------------------------===//
 
-/// "onnx.ConvGrad" -> "ConvGrad". Any dialect prefix works, so the analysis
-/// reads the same names from a registered or an unregistered onnx dialect.
-static StringRef opType(Operation *op) {
+/// Any dialect prefix works, so the analysis reads the same names from a
+/// registered or an unregistered onnx dialect.
+StringRef comet::getOpType(Operation *op) {
   StringRef name = op->getName().getStringRef();
   size_t dot = name.find('.');
   return dot == StringRef::npos ? name : name.drop_front(dot + 1);
 }
 
-static bool isGradOpType(StringRef t) { return t.ends_with("Grad"); }
-
-static bool isMatMulLike(StringRef t) {
+bool comet::isMatMulLikeOpType(StringRef t) {
   return t == "Gemm" || t == "MatMul" || t == "FusedMatMul" ||
          t == "TransposeMatMul" || t == "FusedGemm";
 }
+
+static bool isGradOpType(StringRef t) { return t.ends_with("Grad"); }
 
 /// Ops that only move data around: a use through them counts as the use of
 /// their result.
@@ -127,7 +127,7 @@ static bool isLayoutOp(StringRef t) {
 /// ReluGrad(dY, X) reading the value as X: only X > 0 matters, which a mask
 /// handle answers without decompressing.
 static bool isFusableMaskUse(const ValueUse &u) {
-  return u.user == u.directUser && opType(u.user) == "ReluGrad" &&
+  return u.user == u.directUser && getOpType(u.user) == "ReluGrad" &&
          u.operandNumber == 1;
 }
 
@@ -313,7 +313,7 @@ void ActivationLiveness::build() {
     } else {
       bool weightUse = llvm::any_of(vi.uses, [](const ValueUse &u) {
         return u.user == u.directUser && u.operandNumber >= 1 &&
-               isWeightedForwardOp(opType(u.user));
+               isWeightedForwardOp(getOpType(u.user));
       });
       vi.category = weightUse ? ValueCategory::Parameter : ValueCategory::Other;
     }
@@ -324,7 +324,7 @@ void ActivationLiveness::build() {
   // gradient, computes a gradient.
   SmallVector<bool> opGradFlow(schedule.size(), false);
   for (auto [step, o] : llvm::enumerate(schedule)) {
-    bool g = isGradOpType(opType(o));
+    bool g = isGradOpType(getOpType(o));
     for (Value v : o->getOperands()) {
       int id = getId(v);
       if (id < 0)
@@ -389,7 +389,7 @@ void ActivationLiveness::build() {
     Operation *user = u.user;
     if (isa<CompressOp>(user))
       return ConsumerKind::Compress;
-    StringRef t = opType(user);
+    StringRef t = getOpType(user);
     unsigned i = u.operandNumber;
     if (isShapeOnlyOp(t))
       return ConsumerKind::ShapeOnly;
@@ -404,7 +404,8 @@ void ActivationLiveness::build() {
     // ORT writes the backward of Gemm/MatMul as Gemm/MatMul ops: one that
     // computes a gradient from a non-gradient operand reads an activation
     // to form dW.
-    if (isMatMulLike(t) && opGradFlow[u.index] && !vi.gradientFlow && i <= 1)
+    if (isMatMulLikeOpType(t) && opGradFlow[u.index] && !vi.gradientFlow &&
+        i <= 1)
       return ConsumerKind::WeightGradInput;
     if (isLayoutOp(t) && i == 0 && user->getNumResults() == 1) {
       auto it = throughLayout.find(user->getResult(0));
@@ -424,7 +425,7 @@ void ActivationLiveness::build() {
         mixed = true;
       common = u.kind;
     }
-    if (vi.def >= 0 && isLayoutOp(opType(schedule[vi.def])))
+    if (vi.def >= 0 && isLayoutOp(getOpType(schedule[vi.def])))
       throughLayout[vi.value] =
           (!common || mixed) ? ConsumerKind::Other : *common;
   }

@@ -1,7 +1,7 @@
 //===- ActivationLiveness.h - Lifetimes and memory of a training graph ----===//
 //
 // The one source of truth for value lifetimes in COMET: the memory report,
-// compress-activations and (later) the runtime's free points all read it.
+// compress-activations and comet-lower-to-runtime's free points all read it.
 // docs/liveness.md states the rules; in short:
 //
 // - The schedule is the op order of the function's entry block. An op with
@@ -67,6 +67,14 @@ enum class ConsumerKind {
 
 llvm::StringRef stringifyValueCategory(ValueCategory c);
 llvm::StringRef stringifyConsumerKind(ConsumerKind k);
+
+/// The op type that classifies an op: its name without the dialect prefix
+/// ("onnx.ConvGrad" -> "ConvGrad"), so a registered and an unregistered onnx
+/// dialect read the same.
+llvm::StringRef getOpType(mlir::Operation *op);
+
+/// Gemm, MatMul and ORT's fused variants of them.
+bool isMatMulLikeOpType(llvm::StringRef opType);
 
 struct LivenessOptions {
   /// The size that every dynamic dimension (`?`) takes.

@@ -208,12 +208,6 @@ bool derivesFrom(Value v, Value root, unsigned depth = 0) {
                       [&](Value o) { return derivesFrom(o, root, depth + 1); });
 }
 
-StringRef opType(Operation *op) {
-  StringRef name = op->getName().getStringRef();
-  size_t dot = name.find('.');
-  return dot == StringRef::npos ? name : name.drop_front(dot + 1);
-}
-
 int64_t dimOr(int64_t d, int64_t dyn) {
   return ShapedType::isDynamic(d) ? dyn : d;
 }
@@ -242,10 +236,9 @@ SmallVector<int64_t> i64List(Operation *op, StringRef name) {
 /// ops that actually form the weight gradient.
 void collectGradConsumers(Operation *user, SmallVectorImpl<Operation *> &out,
                           unsigned depth = 0) {
-  StringRef t = opType(user);
-  if (t == "ConvGrad" || t == "BatchNormalizationGrad" || t == "Gemm" ||
-      t == "MatMul" || t == "FusedMatMul" || t == "TransposeMatMul" ||
-      t == "FusedGemm" || depth > 8) {
+  StringRef t = getOpType(user);
+  if (t == "ConvGrad" || t == "BatchNormalizationGrad" ||
+      isMatMulLikeOpType(t) || depth > 8) {
     out.push_back(user);
     return;
   }
@@ -383,7 +376,7 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
 
   double eb = 0;
   for (Operation *consumer : plan.gradConsumers) {
-    StringRef t = opType(consumer);
+    StringRef t = getOpType(consumer);
     // N: terms summed per weight-gradient element; u: reuse of each input
     // element (AC-GC).
     double numTerms = 1, reuse = 1, nonZero = s.nonZero.value_or(nonZeroPrior);
@@ -671,7 +664,7 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
     if (p->slot && !p->tune.empty()) {
       c->setAttr("comet.tune", b.getArrayAttr(p->tune));
       for (auto [ci, op] : llvm::enumerate(p->tuneOps)) {
-        StringRef t = opType(op);
+        StringRef t = getOpType(op);
         int64_t dy = 0, aux = -1;
         if (t == "BatchNormalizationGrad")
           aux = 4;
