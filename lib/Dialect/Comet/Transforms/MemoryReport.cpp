@@ -69,15 +69,16 @@ struct MemoryReportPass
 
   void runOnOperation() override;
   void printTable(llvm::raw_ostream &os, StringRef funcName,
-                  const ActivationLiveness &la);
+                  const ActivationLiveness &la, ArrayRef<Candidate> cands);
   void writeJson(llvm::json::OStream &j, StringRef funcName,
-                 const ActivationLiveness &la);
+                 const ActivationLiveness &la, ArrayRef<Candidate> cands);
 };
 
 } // namespace
 
 void MemoryReportPass::printTable(llvm::raw_ostream &os, StringRef funcName,
-                                  const ActivationLiveness &la) {
+                                  const ActivationLiveness &la,
+                                  ArrayRef<Candidate> cands) {
   const Timeline &tl = la.getTimeline();
   const Timeline &before = la.getUncompressedTimeline();
   os << "comet memory report: @" << funcName << "  steps=" << la.getNumSteps()
@@ -92,7 +93,7 @@ void MemoryReportPass::printTable(llvm::raw_ostream &os, StringRef funcName,
   if (isCompressedGraph(la)) {
     unsigned nMask = 0, nSz = 0, nRaw = 0, nFused = 0;
     for (const ValueInfo &v : la.getValues())
-      if (la.isFusedMaskDecompress(v.value))
+      if (v.fusedMaskDecompress)
         ++nFused;
       else if (v.codec)
         (*v.codec == Codec::mask ? nMask
@@ -115,7 +116,6 @@ void MemoryReportPass::printTable(llvm::raw_ostream &os, StringRef funcName,
                        ratio(before.peak, tl.peak));
   }
 
-  SmallVector<Candidate> cands = la.getCandidates(minBytes, minDistance);
   int64_t candBytes = 0;
   for (const Candidate &c : cands)
     candBytes += la.getValue(c.valueId).bytes;
@@ -168,6 +168,15 @@ void MemoryReportPass::printTable(llvm::raw_ostream &os, StringRef funcName,
   }
 }
 
+/// The codec, eb and slot of a compressed handle.
+static void writeCodec(llvm::json::OStream &j, const ValueInfo &h) {
+  j.attribute("codec", stringifyCodec(*h.codec));
+  if (h.eb)
+    j.attribute("eb", *h.eb);
+  if (h.slot)
+    j.attribute("slot", *h.slot);
+}
+
 static void writeTimeline(llvm::json::OStream &j, StringRef key,
                           ArrayRef<int64_t> tl) {
   j.attributeArray(key, [&] {
@@ -177,7 +186,8 @@ static void writeTimeline(llvm::json::OStream &j, StringRef key,
 }
 
 void MemoryReportPass::writeJson(llvm::json::OStream &j, StringRef funcName,
-                                 const ActivationLiveness &la) {
+                                 const ActivationLiveness &la,
+                                 ArrayRef<Candidate> cands) {
   const Timeline &tl = la.getTimeline();
   const Timeline &before = la.getUncompressedTimeline();
   j.object([&] {
@@ -206,7 +216,7 @@ void MemoryReportPass::writeJson(llvm::json::OStream &j, StringRef funcName,
         j.value(op->getName().getStringRef());
     });
     j.attributeArray("candidates", [&] {
-      for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
+      for (const Candidate &c : cands) {
         const ValueInfo &v = la.getValue(c.valueId);
         j.object([&] {
           j.attribute("value", v.name);
@@ -252,28 +262,17 @@ void MemoryReportPass::writeJson(llvm::json::OStream &j, StringRef funcName,
                 j.attribute("kind", stringifyConsumerKind(u.kind));
               });
           });
-          if (v.codec) {
-            j.attributeObject("stored_as", [&] {
-              j.attribute("codec", stringifyCodec(*v.codec));
-              if (v.eb)
-                j.attribute("eb", *v.eb);
-              if (v.slot)
-                j.attribute("slot", *v.slot);
-            });
-          }
+          if (v.codec)
+            j.attributeObject("stored_as", [&] { writeCodec(j, v); });
           if (v.rootId >= 0)
             j.attribute(v.codec ? "compresses" : "decompressed_from",
                         la.getValue(v.rootId).name);
-          if (la.isFusedMaskDecompress(v.value))
+          if (v.fusedMaskDecompress)
             j.attribute("fused_mask_decompress", true);
           if (v.compressedId >= 0) {
             const ValueInfo &h = la.getValue(v.compressedId);
             j.attributeObject("compressed", [&] {
-              j.attribute("codec", stringifyCodec(*h.codec));
-              if (h.eb)
-                j.attribute("eb", *h.eb);
-              if (h.slot)
-                j.attribute("slot", *h.slot);
+              writeCodec(j, h);
               j.attribute("stored_bytes", h.bytes);
               j.attributeArray("handle_interval", [&] {
                 j.value(h.start);
@@ -324,9 +323,10 @@ void MemoryReportPass::runOnOperation() {
       continue;
     auto &la = getChildAnalysis<ActivationLiveness>(func);
     la.setOptions(opts);
-    printTable(llvm::errs(), func.getName(), la);
+    SmallVector<Candidate> cands = la.getCandidates(minBytes, minDistance);
+    printTable(llvm::errs(), func.getName(), la, cands);
     if (j)
-      writeJson(*j, func.getName(), la);
+      writeJson(*j, func.getName(), la, cands);
   }
   if (j) {
     j->arrayEnd();
