@@ -53,7 +53,6 @@ private:
                                      Location loc);
   FailureOr<Attribute> convertAttribute(const ox::Attribute &a,
                                         const ox::Node &node, Location loc);
-  LogicalResult checkOpsets(const ox::Model &model);
   LogicalResult importNode(const ox::Node &node);
   Value noValue(Location loc) {
     return conx::NoValueOp::create(b, loc, b.getNoneType()).getResult();
@@ -64,7 +63,8 @@ private:
   Location fileLoc;
   llvm::StringMap<Value> values;
   llvm::StringMap<const ox::ValueType *> declaredTypes;
-  llvm::StringMap<int64_t> opsets;
+  /// Domains the model imports an opset for ("" for ai.onnx).
+  llvm::StringSet<> opsets;
   llvm::StringSet<> blobNames;
   size_t nodeIndex = 0;
 };
@@ -157,12 +157,6 @@ FailureOr<Attribute> Importer::convertAttribute(const ox::Attribute &a,
   }
 }
 
-LogicalResult Importer::checkOpsets(const ox::Model &model) {
-  for (const auto &[domain, version] : model.opsetImports)
-    opsets[domain == "ai.onnx" ? "" : domain] = version;
-  return success();
-}
-
 /// Whether a type from the file and one from inference can describe the same
 /// value: same kind and element type, and no two static dims differ.
 static bool compatible(Type a, Type b) {
@@ -209,7 +203,7 @@ LogicalResult Importer::importNode(const ox::Node &node) {
                           << "' of domain '"
                           << (domain.empty() ? "ai.onnx" : domain)
                           << "'; COMET does not support it";
-  if (!opsets.count(domain))
+  if (!opsets.contains(domain))
     return emitError(loc) << label(node) << ": the model imports no opset for "
                           << "domain '" << (domain.empty() ? "ai.onnx" : domain)
                           << "'";
@@ -345,9 +339,11 @@ OwningOpRef<ModuleOp> Importer::run(const ox::Model &model) {
   const ox::Graph &g = model.graph;
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   SmallVector<NamedAttribute> opsetAttrs;
-  for (const auto &[domain, version] : model.opsetImports)
+  for (const auto &[domain, version] : model.opsetImports) {
     opsetAttrs.push_back(b.getNamedAttr(domain.empty() ? "ai.onnx" : domain,
                                         b.getI64IntegerAttr(version)));
+    opsets.insert(domain == "ai.onnx" ? "" : domain);
+  }
   (*module)->setAttr("onnx.ir_version", b.getI64IntegerAttr(model.irVersion));
   (*module)->setAttr("onnx.opset_import", b.getDictionaryAttr(opsetAttrs));
   if (!model.producerName.empty())
@@ -365,8 +361,6 @@ OwningOpRef<ModuleOp> Importer::run(const ox::Model &model) {
     return emitError(fileLoc) << "the graph has sparse initializers, which "
                                  "COMET does not import",
            nullptr;
-  if (failed(checkOpsets(model)))
-    return nullptr;
 
   for (const ox::ValueInfo &v : g.valueInfo)
     declaredTypes[v.name] = &v.type;
