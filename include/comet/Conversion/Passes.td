@@ -19,10 +19,12 @@ def CometLowerToRuntime : Pass<"comet-lower-to-runtime", "mlir::ModuleOp"> {
       `comet.result`), and the function returns the runtime status (i32,
       0 on success) with `llvm.emit_c_interface`. The caller owns all these
       buffers.
-    - Every value the function computes lives in a `memref.alloc`; before
+    - Every value the function computes lives in a `memref.alloc` (a
+      returned value is written straight into its result memref); before
       it, `comet_rt_set_alloc_category` selects the runtime allocator's
       category from the ActivationLiveness analysis (parameter -> params,
-      gradient -> grads, activation -> activations, other -> other), and
+      gradient -> grads, optimizer state -> optimizer_state, activation ->
+      activations, other -> other), and
       `finalize-memref-to-llvm{use-generic-functions=1}` later turns the
       alloc into `_mlir_memref_to_llvm_alloc`, i.e. `comet_rt_alloc`.
     - Deallocation points come from the same ActivationLiveness analysis:
@@ -35,7 +37,8 @@ def CometLowerToRuntime : Pass<"comet-lower-to-runtime", "mlir::ModuleOp"> {
       only seeds it). `comet.decompress` fills a fresh buffer through
       `comet_rt_decompress`; the handle is released with
       `comet_rt_handle_free` at the end of its live interval (after its last
-      decompress).
+      decompress, or after the last ReluGrad that reads a fused mask
+      decompress straight from the handle).
     - With `check-errors`, a non-zero status branches to an exit block that
       returns it (buffers live at that point are not freed).
 
