@@ -48,24 +48,12 @@ SlotTable &table() {
 /// Views an f32 unranked memref as a contiguous array.
 bool viewF32(const comet_rt_memref *m, float *&data, int64_t &n,
              std::vector<uint64_t> &dims) {
-  if (!m || !m->descriptor || m->rank < 0 || m->rank > 8)
+  void *p;
+  int64_t d[8];
+  if (comet_rt_memref_view(m, sizeof(float), 8, &p, d, &n))
     return false;
-  auto *d = static_cast<const comet_rt_memref_desc *>(m->descriptor);
-  const int64_t *sizes = d->sizes_and_strides;
-  const int64_t *strides = d->sizes_and_strides + m->rank;
-  n = 1;
-  int64_t expect = 1;
-  dims.assign(m->rank, 0);
-  for (int64_t i = m->rank - 1; i >= 0; --i) {
-    if (sizes[i] < 0)
-      return false;
-    if (sizes[i] != 1 && strides[i] != expect)
-      return false;
-    expect *= sizes[i];
-    dims[i] = static_cast<uint64_t>(sizes[i]);
-  }
-  n = expect;
-  data = static_cast<float *>(d->aligned) + d->offset;
+  data = static_cast<float *>(p);
+  dims.assign(d, d + m->rank);
   return true;
 }
 

@@ -184,23 +184,13 @@ constexpr int64_t kMaxSlot = 1 << 20;
 /// A contiguous f32 view of an unranked memref, or false.
 bool view(const comet_rt_memref *m, const float *&data, int64_t &n,
           std::vector<int64_t> *shape = nullptr) {
-  if (!m || !m->descriptor || m->rank < 0 || m->rank > 8)
+  void *p;
+  int64_t dims[8];
+  if (comet_rt_memref_view(m, sizeof(float), 8, &p, dims, &n))
     return false;
-  auto *d = static_cast<const comet_rt_memref_desc *>(m->descriptor);
-  const int64_t *sizes = d->sizes_and_strides;
-  const int64_t *strides = d->sizes_and_strides + m->rank;
-  int64_t expect = 1;
-  for (int64_t i = m->rank - 1; i >= 0; --i) {
-    if (sizes[i] < 0)
-      return false;
-    if (sizes[i] != 1 && strides[i] != expect)
-      return false;
-    expect *= sizes[i];
-  }
-  n = expect;
-  data = static_cast<const float *>(d->aligned) + d->offset;
+  data = static_cast<const float *>(p);
   if (shape)
-    shape->assign(sizes, sizes + m->rank);
+    shape->assign(dims, dims + m->rank);
   return true;
 }
 

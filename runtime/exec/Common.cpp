@@ -45,41 +45,26 @@ std::string shapeStr(const std::vector<int64_t> &dims) {
 int32_t view(const comet_rt_memref *m, size_t elemBytes, const char *what,
              Tensor &t, bool optional) {
   t = Tensor();
-  if (!m || !m->descriptor) {
-    if (optional)
-      return COMET_RT_SUCCESS;
-    return fail(COMET_RT_ERROR_INVALID_ARGUMENT, concat(what, ": null memref"));
-  }
-  if (m->rank < 0 || m->rank > 16)
-    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                concat(what, ": bad rank ", m->rank));
-  auto *d = static_cast<const comet_rt_memref_desc *>(m->descriptor);
-  const int64_t *sizes = d->sizes_and_strides;
-  const int64_t *strides = d->sizes_and_strides + m->rank;
-  t.dims.assign(sizes, sizes + m->rank);
-  int64_t n = 1;
-  for (int64_t s : t.dims) {
-    if (s < 0)
-      return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                  concat(what, ": negative size"));
-    n *= s;
+  if ((!m || !m->descriptor) && optional)
+    return COMET_RT_SUCCESS;
+  int64_t dims[16], n = 0;
+  const char *why = comet_rt_memref_view(m, elemBytes, 16, &t.data, dims, &n);
+  if (why) {
+    std::string msg = concat(what, ": ", why);
+    if (m && m->descriptor && (m->rank < 0 || m->rank > 16))
+      msg = concat(what, ": bad rank ", m->rank);
+    else if (std::string(why) == "not contiguous row-major")
+      msg = concat(what, ": memref ",
+                   shapeStr(std::vector<int64_t>(dims, dims + m->rank)),
+                   " is not contiguous row-major");
+    t = Tensor();
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT, msg);
   }
   if (n == 0 && optional) {
-    t.dims.clear();
+    t = Tensor();
     return COMET_RT_SUCCESS;
   }
-  // Row-major contiguity; strides of size-1 dims do not matter.
-  int64_t expect = 1;
-  for (int64_t i = m->rank - 1; i >= 0; --i) {
-    if (t.dims[i] != 1 && strides[i] != expect)
-      return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                  concat(what, ": memref ", shapeStr(t.dims),
-                         " is not contiguous row-major"));
-    expect *= t.dims[i];
-  }
-  if (!d->aligned && n != 0)
-    return fail(COMET_RT_ERROR_INVALID_ARGUMENT, concat(what, ": null data"));
-  t.data = static_cast<char *>(d->aligned) + d->offset * (int64_t)elemBytes;
+  t.dims.assign(dims, dims + m->rank);
   t.present = true;
   return COMET_RT_SUCCESS;
 }
@@ -89,4 +74,37 @@ int32_t view(const comet_rt_memref *m, size_t elemBytes, const char *what,
 extern "C" {
 const char *comet_rt_last_error(void) { return lastError.c_str(); }
 void comet_rt_set_abort_on_error(int enabled) { abortOnError = enabled != 0; }
+}
+
+extern "C" const char *comet_rt_memref_view(const comet_rt_memref *m,
+                                            size_t elemBytes, int64_t maxRank,
+                                            void **data, int64_t *dims,
+                                            int64_t *numel) {
+  if (!m || !m->descriptor)
+    return "null memref";
+  if (m->rank < 0 || m->rank > maxRank || m->rank > 16)
+    return "bad rank";
+  auto *d = static_cast<const comet_rt_memref_desc *>(m->descriptor);
+  const int64_t *sizes = d->sizes_and_strides;
+  const int64_t *strides = d->sizes_and_strides + m->rank;
+  int64_t n = 1;
+  for (int64_t i = 0; i < m->rank; ++i) {
+    if (sizes[i] < 0)
+      return "negative size";
+    dims[i] = sizes[i];
+    n *= sizes[i];
+  }
+  // Row-major contiguity; strides of size-1 dims do not matter.
+  int64_t expect = 1;
+  for (int64_t i = m->rank - 1; i >= 0 && n != 0; --i) {
+    if (sizes[i] != 1 && strides[i] != expect)
+      return "not contiguous row-major";
+    expect *= sizes[i];
+  }
+  if (!d->aligned && n != 0)
+    return "null data";
+  *data = static_cast<char *>(d->aligned) +
+          d->offset * static_cast<int64_t>(elemBytes);
+  *numel = n;
+  return nullptr;
 }

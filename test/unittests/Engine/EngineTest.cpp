@@ -64,8 +64,9 @@ TEST(Handles, SzRoundTripWithinTheSlotBound) {
   ASSERT_EQ(_mlir_ciface_comet_rt_decompress(h, &dy.m), 0);
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_LE(std::fabs(x[i] - y[i]), 1e-2) << i;
-    if (x[i] == 0)
+    if (x[i] == 0) {
       EXPECT_EQ(y[i], 0.0f) << i;
+    }
   }
   comet_rt_site_stats st;
   ASSERT_EQ(comet_rt_site_get_stats(0, &st), 0);

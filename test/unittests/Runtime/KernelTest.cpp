@@ -119,6 +119,27 @@ TEST(Conv, NonContiguousMemrefIsRejected) {
             std::string::npos);
 }
 
+// The public layout check that kernels and support libraries share.
+TEST(MemrefView, ReportsWhyALayoutIsRejected) {
+  F x = randomF({2, 3, 4}, 7);
+  void *data = nullptr;
+  int64_t dims[8], n = 0;
+  EXPECT_EQ(comet_rt_memref_view(&x, 4, 8, &data, dims, &n), nullptr);
+  EXPECT_EQ(n, 24);
+  EXPECT_EQ(dims[0], 2);
+  EXPECT_EQ(dims[2], 4);
+  EXPECT_EQ(data, x.v.data());
+  EXPECT_STREQ(comet_rt_memref_view(&x, 4, 2, &data, dims, &n), "bad rank");
+  EXPECT_STREQ(comet_rt_memref_view(nullptr, 4, 8, &data, dims, &n),
+               "null memref");
+  x.words[3 + 3 + 2] = 2; // innermost stride 2
+  EXPECT_STREQ(comet_rt_memref_view(&x, 4, 8, &data, dims, &n),
+               "not contiguous row-major");
+  x.words[3 + 1] = -1;
+  EXPECT_STREQ(comet_rt_memref_view(&x, 4, 8, &data, dims, &n),
+               "negative size");
+}
+
 TEST(ConvGrad, MatchesNaiveAdjoint) {
   // dX[n,c,h,w] = sum dY * W, dW = sum dY * X, dB = sum dY, by brute force.
   ConvP p{2, 1, 1, 0, 1, 2, 1, 2, 1};

@@ -61,6 +61,18 @@ typedef struct comet_rt_memref_desc {
   int64_t sizes_and_strides[]; /* sizes[rank], then strides[rank] */
 } comet_rt_memref_desc;
 
+/* Reads `m` as a dense row-major tensor of `elem_bytes`-sized elements:
+ * *data = aligned + offset, dims[0 .. rank) (rank <= max_rank, at most 16)
+ * and *numel. Strides of size-1 dimensions, and of memrefs with no
+ * elements, do not matter. Returns NULL on success, else a static string
+ * saying why not: "null memref", "bad rank", "negative size", "not
+ * contiguous row-major" or "null data". Records no error: the one place
+ * that checks memref layouts, for kernels and support libraries alike. */
+COMET_RT_API const char *comet_rt_memref_view(const comet_rt_memref *m,
+                                              size_t elem_bytes,
+                                              int64_t max_rank, void **data,
+                                              int64_t *dims, int64_t *numel);
+
 #ifdef __cplusplus
 }
 #endif
