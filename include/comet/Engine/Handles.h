@@ -27,7 +27,8 @@ extern "C" {
 /* Compresses x (f32, contiguous) with codec (comet_rt_codec), for compress
  * site `site` (>= 0). A lossy codec reads its bound from slot `slot` when
  * slot >= 0 (defining it with eb if it is not defined yet), else uses eb.
- * Returns the handle, or 0 on failure (message in comet_rt_last_error()). */
+ * Returns the handle, or 0 on failure (message in
+ * comet_rt_handles_last_error()). */
 COMET_RT_API int64_t _mlir_ciface_comet_rt_compress(comet_rt_memref *x,
                                                     int32_t codec, int64_t slot,
                                                     double eb, int64_t site);
