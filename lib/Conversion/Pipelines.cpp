@@ -22,11 +22,9 @@ void comet::buildLowerToLLVMPipeline(OpPassManager &pm,
 
 void comet::buildRuntimeToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
-  // memref.alloc/dealloc become _mlir_memref_to_llvm_alloc/free, which the
-  // runtime defines on comet_rt_alloc (counted per category).
-  FinalizeMemRefToLLVMConversionPassOptions mem;
-  mem.useGenericFunctions = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(mem));
+  // Buffers come from comet_rt_buffer_alloc (counted per category), so no
+  // memref.alloc is left to lower.
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

@@ -1,8 +1,8 @@
 //===- EngineTuner.cpp - Re-tune a comet::Engine's slots while training ---===//
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/Analysis/ErrorBounds.h"
-#include "comet/Engine/Handles.h"
-#include "comet/Tuner/SlotStats.h"
+#include "comet/runtime/handles.h"
+#include "comet/runtime/slot_stats.h"
 
 #include <cmath>
 
@@ -52,14 +52,14 @@ EngineTuner::create(Engine &engine, const TunerOptions &options) {
   std::map<int64_t, int64_t> sites;
   std::vector<SlotInfo> slots = slotsOf(engine.stats(), &sites);
   for (const SlotInfo &s : slots) {
-    if (s.staticEb > 0 && comet_rt_slot_set_eb(s.slot, s.staticEb) != 0)
+    if (s.staticEb > 0 && comet_rt_slot_set_eb(engine.runtimeContext(), s.slot, s.staticEb) != 0)
       return err("cannot set the bound of slot " + llvm::Twine(s.slot));
     // A BatchNorm rule reads neither the masked moment nor K: skip their
     // per-element work on stats steps.
     bool needsMoments = llvm::any_of(s.consumers, [](const ConsumerInfo &c) {
       return c.kind != ConsumerKind::BatchNorm;
     });
-    comet_rt_slot_set_moments(s.slot, needsMoments);
+    comet_rt_slot_set_moments(engine.runtimeContext(), s.slot, needsMoments);
   }
   std::unique_ptr<EngineTuner> t(
       new EngineTuner(engine, BoundTuner(options, std::move(slots))));
@@ -70,8 +70,8 @@ EngineTuner::create(Engine &engine, const TunerOptions &options) {
 void EngineTuner::beforeStep(int64_t step) {
   collecting = bt.isStatsStep(step) && !bt.slots().empty();
   if (collecting) {
-    comet_rt_slot_observations_clear();
-    comet_rt_slot_stats_enable(1);
+    comet_rt_slot_observations_clear(engine.runtimeContext());
+    comet_rt_slot_stats_enable(engine.runtimeContext(), 1);
   }
 }
 
@@ -107,7 +107,7 @@ SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
   s.step = step;
   comet_rt_slot_observation o;
   for (size_t c = 0; c < info.consumers.size(); ++c) {
-    comet_rt_slot_get_observation(info.slot, static_cast<int64_t>(c), &o);
+    comet_rt_slot_get_observation(engine.runtimeContext(), info.slot, static_cast<int64_t>(c), &o);
     if (c == 0)
       s.nonZero = nonZeroOf(o);
     ConsumerStats cs = gradStatsOf(o);
@@ -137,7 +137,7 @@ SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
   }
   auto it = siteOfSlot.find(info.slot);
   comet_rt_site_stats rs;
-  if (it != siteOfSlot.end() && comet_rt_site_get_stats(it->second, &rs) == 0 &&
+  if (it != siteOfSlot.end() && comet_rt_site_get_stats(engine.runtimeContext(), it->second, &rs) == 0 &&
       rs.last_bytes_out > 0)
     s.ratio = double(rs.last_bytes_in) / double(rs.last_bytes_out);
   return s;
@@ -145,7 +145,7 @@ SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
 
 std::map<int64_t, double> EngineTuner::afterStep(int64_t step) {
   if (collecting) {
-    comet_rt_slot_stats_enable(0);
+    comet_rt_slot_stats_enable(engine.runtimeContext(), 0);
     collecting = false;
     for (const SlotInfo &info : bt.slots())
       bt.observe(info.slot, collect(info, step + 1));
@@ -154,7 +154,7 @@ std::map<int64_t, double> EngineTuner::afterStep(int64_t step) {
   if (bt.isRetuneStep(step)) {
     changed = bt.retune(step + 1);
     for (auto [slot, eb] : changed)
-      comet_rt_slot_set_eb(slot, eb);
+      comet_rt_slot_set_eb(engine.runtimeContext(), slot, eb);
   }
   return changed;
 }
@@ -260,8 +260,8 @@ comet::measureGradError(Engine &compressed, Engine &reference,
   std::vector<SlotInfo> slots = slotsOf(compressed.stats(), nullptr);
   std::map<int64_t, double> saved;
   for (const SlotInfo &s : slots)
-    saved[s.slot] = comet_rt_slot_get_eb(s.slot) > 0
-                        ? comet_rt_slot_get_eb(s.slot)
+    saved[s.slot] = comet_rt_slot_get_eb(compressed.runtimeContext(), s.slot) > 0
+                        ? comet_rt_slot_get_eb(compressed.runtimeContext(), s.slot)
                         : s.staticEb;
   // Small enough that every value is stored verbatim or exactly quantized.
   const double exact = 1e-30;
@@ -271,15 +271,15 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     if (c.kind == ConsumerKind::BatchNorm || c.param.empty())
       continue;
     for (const SlotInfo &o : slots)
-      comet_rt_slot_set_eb(o.slot, o.slot == s.slot ? saved[o.slot] : exact);
-    comet_rt_slot_observations_clear();
-    comet_rt_slot_stats_enable(1);
+      comet_rt_slot_set_eb(compressed.runtimeContext(), o.slot, o.slot == s.slot ? saved[o.slot] : exact);
+    comet_rt_slot_observations_clear(compressed.runtimeContext());
+    comet_rt_slot_stats_enable(compressed.runtimeContext(), 1);
     auto loss = compressed.computeGradients(images, labels);
-    comet_rt_slot_stats_enable(0);
+    comet_rt_slot_stats_enable(compressed.runtimeContext(), 0);
     if (!loss)
       return loss.takeError();
     comet_rt_slot_observation ob;
-    comet_rt_slot_get_observation(s.slot, 0, &ob);
+    comet_rt_slot_get_observation(compressed.runtimeContext(), s.slot, 0, &ob);
     GradErrorMeasurement m;
     m.slot = s.slot;
     m.value = s.value;
@@ -320,6 +320,6 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     out.push_back(std::move(m));
   }
   for (auto [slot, eb] : saved)
-    comet_rt_slot_set_eb(slot, eb);
+    comet_rt_slot_set_eb(compressed.runtimeContext(), slot, eb);
   return out;
 }

@@ -58,11 +58,12 @@ NONE = np.zeros((0,), np.float32)
 
 
 def call(op, *args):
-    """Calls _mlir_ciface_comet_rt_<op>; numpy arrays become memrefs, Python
-    floats c_float and ints c_int64. Returns the memref arrays."""
+    """Calls _mlir_ciface_comet_rt_<op> on the default runtime context (NULL);
+    numpy arrays become memrefs, Python floats c_float and ints c_int64.
+    Returns the memref arrays."""
     fn = getattr(rt, f"_mlir_ciface_comet_rt_{op}")
     fn.restype = ctypes.c_int32
-    keep, cargs = [], []
+    keep, cargs = [], [ctypes.c_void_p(None)]
     for a in args:
         if isinstance(a, np.ndarray):
             m = Arg(a)

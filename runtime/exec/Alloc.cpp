@@ -1,65 +1,78 @@
 //===- Alloc.cpp - Allocator with exact per-category accounting -----------===//
 //
 // Each block carries a small header right before the returned pointer with
-// the raw pointer, the requested size and the category, so that free needs
-// no lookup table. The counters are updated under one mutex so that the
-// global peak and its breakdown describe one instant.
+// the raw pointer, the requested size, the category and the context that
+// counts it, so that free needs no lookup table. Each context counts under
+// its own mutex so that its peak and the breakdown describe one instant.
 //
 //===----------------------------------------------------------------------===//
 
 #include "comet/runtime/alloc.h"
+#include "comet/runtime/handles.h"
+#include "Context.h"
 #include "Internal.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 
+namespace comet::rt {
+
+void Accounting::add(int32_t category, int64_t delta, bool isAlloc) {
+  std::lock_guard<std::mutex> lock(mutex);
+  stats.current[category] += delta;
+  stats.current_total += delta;
+  if (stats.current[category] > stats.peak[category])
+    stats.peak[category] = stats.current[category];
+  if (stats.current_total > stats.peak_total) {
+    stats.peak_total = stats.current_total;
+    std::memcpy(stats.at_peak, stats.current, sizeof(stats.at_peak));
+  }
+  if (category != COMET_RT_MEM_WORKSPACE) {
+    stats.tensor_current += delta;
+    stats.tensor_peak = std::max(stats.tensor_peak, stats.tensor_current);
+    if (recording)
+      timeline.push_back(stats.tensor_current);
+  }
+  if (isAlloc) {
+    ++stats.num_allocs;
+    ++stats.live_blocks;
+  }
+}
+
+void Accounting::release(int32_t category, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex);
+  stats.current[category] -= bytes;
+  stats.current_total -= bytes;
+  if (category != COMET_RT_MEM_WORKSPACE) {
+    stats.tensor_current -= bytes;
+    if (recording)
+      timeline.push_back(stats.tensor_current);
+  }
+  ++stats.num_frees;
+  --stats.live_blocks;
+}
+
+} // namespace comet::rt
+
 namespace {
+
+using comet::rt::resolve;
 
 constexpr uint64_t kMagic = 0xC0E7A11C0C0E7A11ull;
 
+/// Right before every returned pointer: the raw block, the counted size,
+/// the category and the context that counts it, so free needs no lookup.
 struct BlockHeader {
   void *raw;
   uint64_t size;
   int64_t category;
+  comet_rt_context *ctx;
+  uint64_t pad[3];
   uint64_t magic;
 };
-static_assert(sizeof(BlockHeader) == 32, "header layout");
-
-struct Accounting {
-  std::mutex mutex;
-  comet_rt_alloc_stats stats{};
-
-  void add(int32_t category, int64_t delta, bool isAlloc) {
-    std::lock_guard<std::mutex> lock(mutex);
-    stats.current[category] += delta;
-    stats.current_total += delta;
-    if (stats.current[category] > stats.peak[category])
-      stats.peak[category] = stats.current[category];
-    if (stats.current_total > stats.peak_total) {
-      stats.peak_total = stats.current_total;
-      std::memcpy(stats.at_peak, stats.current, sizeof(stats.at_peak));
-    }
-    if (isAlloc) {
-      ++stats.num_allocs;
-      ++stats.live_blocks;
-    }
-  }
-  void release(int32_t category, int64_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex);
-    stats.current[category] -= bytes;
-    stats.current_total -= bytes;
-    ++stats.num_frees;
-    --stats.live_blocks;
-  }
-};
-
-Accounting &accounting() {
-  static Accounting *acc = new Accounting(); // never destroyed: used at exit
-  return *acc;
-}
-
-thread_local int32_t currentCategory = COMET_RT_MEM_OTHER;
+static_assert(sizeof(BlockHeader) == 64, "header layout");
 
 bool validCategory(int32_t c) {
   return c >= 0 && c < COMET_RT_MEM_NUM_CATEGORIES;
@@ -70,10 +83,11 @@ BlockHeader *headerOf(const void *ptr) {
       const_cast<char *>(static_cast<const char *>(ptr)) - sizeof(BlockHeader));
 }
 
-void *allocAligned(size_t bytes, size_t alignment, int32_t category,
-                   bool zero) {
+void *allocAligned(comet_rt_context *ctx, size_t bytes, size_t alignment,
+                   int32_t category, bool zero) {
   if (!validCategory(category))
     return nullptr;
+  ctx = resolve(ctx);
   if (alignment < COMET_RT_ALLOC_ALIGNMENT)
     alignment = COMET_RT_ALLOC_ALIGNMENT;
   if ((alignment & (alignment - 1)) != 0)
@@ -91,8 +105,10 @@ void *allocAligned(size_t bytes, size_t alignment, int32_t category,
   h->raw = raw;
   h->size = bytes;
   h->category = category;
+  h->ctx = ctx;
   h->magic = kMagic;
-  accounting().add(category, static_cast<int64_t>(bytes), /*isAlloc=*/true);
+  ctx->retain();
+  ctx->alloc.add(category, static_cast<int64_t>(bytes), /*isAlloc=*/true);
   return result;
 }
 
@@ -100,12 +116,27 @@ void *allocAligned(size_t bytes, size_t alignment, int32_t category,
 
 extern "C" {
 
-void *comet_rt_alloc(size_t bytes, int32_t category) {
-  return allocAligned(bytes, COMET_RT_ALLOC_ALIGNMENT, category, false);
+comet_rt_context *comet_rt_context_create(void) {
+  return new (std::nothrow) comet_rt_context();
 }
 
-void *comet_rt_alloc_zeroed(size_t bytes, int32_t category) {
-  return allocAligned(bytes, COMET_RT_ALLOC_ALIGNMENT, category, true);
+void comet_rt_context_destroy(comet_rt_context *ctx) {
+  if (ctx && ctx != comet_rt_default_context())
+    ctx->release();
+}
+
+comet_rt_context *comet_rt_default_context(void) {
+  static comet_rt_context *def = new comet_rt_context(); // used at exit
+  return def;
+}
+
+void *comet_rt_alloc(comet_rt_context *ctx, size_t bytes, int32_t category) {
+  return allocAligned(ctx, bytes, COMET_RT_ALLOC_ALIGNMENT, category, false);
+}
+
+void *comet_rt_alloc_zeroed(comet_rt_context *ctx, size_t bytes,
+                            int32_t category) {
+  return allocAligned(ctx, bytes, COMET_RT_ALLOC_ALIGNMENT, category, true);
 }
 
 void comet_rt_free(void *ptr) {
@@ -117,9 +148,11 @@ void comet_rt_free(void *ptr) {
     return;
   }
   h->magic = 0; // catches a double free
-  accounting().release(static_cast<int32_t>(h->category),
-                       static_cast<int64_t>(h->size));
+  comet_rt_context *ctx = h->ctx;
+  ctx->alloc.release(static_cast<int32_t>(h->category),
+                     static_cast<int64_t>(h->size));
   std::free(h->raw);
+  ctx->release();
 }
 
 size_t comet_rt_alloc_size(const void *ptr) {
@@ -134,44 +167,85 @@ int32_t comet_rt_alloc_category_of(const void *ptr) {
   return static_cast<int32_t>(headerOf(ptr)->category);
 }
 
-void comet_rt_alloc_track(int64_t delta, int32_t category) {
+void comet_rt_alloc_track(comet_rt_context *ctx, int64_t delta,
+                          int32_t category) {
   if (validCategory(category))
-    accounting().add(category, delta, /*isAlloc=*/false);
+    resolve(ctx)->alloc.add(category, delta, /*isAlloc=*/false);
 }
 
-int32_t comet_rt_set_alloc_category(int32_t category) {
-  int32_t old = currentCategory;
-  if (validCategory(category))
-    currentCategory = category;
-  return old;
+void _mlir_ciface_comet_rt_buffer_alloc(comet_rt_buffer *result,
+                                        comet_rt_context *ctx, int64_t bytes,
+                                        int32_t category) {
+  void *p = bytes >= 0 ? comet_rt_alloc(ctx, static_cast<size_t>(bytes),
+                                        category)
+                       : nullptr;
+  if (p)
+    resolve(ctx)->trackStepBlock(p, /*isHandle=*/false);
+  // A null buffer makes the lowered code's next kernel fail on a null
+  // memref, which reports it; the lowering checks it too.
+  *result = {p, p, 0, p ? bytes : 0, 1};
 }
 
-void *_mlir_memref_to_llvm_alloc(size_t size) {
-  return allocAligned(size, COMET_RT_ALLOC_ALIGNMENT, currentCategory, false);
+void _mlir_ciface_comet_rt_buffer_free(comet_rt_context *ctx,
+                                       comet_rt_buffer *buffer) {
+  if (!buffer || !buffer->allocated)
+    return;
+  resolve(ctx)->untrackStepBlock(buffer->allocated);
+  comet_rt_free(buffer->allocated);
 }
 
-void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
-  return allocAligned(size, alignment, currentCategory, false);
+void _mlir_ciface_comet_rt_step_abort(comet_rt_context *ctx) {
+  comet_rt_context *c = resolve(ctx);
+  std::unordered_map<void *, bool> blocks;
+  {
+    std::lock_guard<std::mutex> lock(c->stepMu);
+    blocks.swap(c->stepBlocks);
+  }
+  for (auto [p, isHandle] : blocks) {
+    if (isHandle)
+      _mlir_ciface_comet_rt_handle_free(
+          ctx, static_cast<int64_t>(reinterpret_cast<intptr_t>(p)));
+    else
+      comet_rt_free(p);
+  }
 }
 
-void _mlir_memref_to_llvm_free(void *ptr) { comet_rt_free(ptr); }
-
-void comet_rt_alloc_get_stats(comet_rt_alloc_stats *stats) {
+void comet_rt_alloc_get_stats(comet_rt_context *ctx,
+                              comet_rt_alloc_stats *stats) {
   if (!stats)
     return;
-  Accounting &acc = accounting();
+  comet::rt::Accounting &acc = resolve(ctx)->alloc;
   std::lock_guard<std::mutex> lock(acc.mutex);
   *stats = acc.stats;
 }
 
-void comet_rt_alloc_reset_peaks(void) {
-  Accounting &acc = accounting();
+void comet_rt_alloc_reset_peaks(comet_rt_context *ctx) {
+  comet::rt::Accounting &acc = resolve(ctx)->alloc;
   std::lock_guard<std::mutex> lock(acc.mutex);
   std::memcpy(acc.stats.peak, acc.stats.current, sizeof(acc.stats.peak));
   std::memcpy(acc.stats.at_peak, acc.stats.current, sizeof(acc.stats.at_peak));
   acc.stats.peak_total = acc.stats.current_total;
+  acc.stats.tensor_peak = acc.stats.tensor_current;
   acc.stats.num_allocs = 0;
   acc.stats.num_frees = 0;
+}
+
+void comet_rt_alloc_record_timeline(comet_rt_context *ctx, int32_t on) {
+  comet::rt::Accounting &acc = resolve(ctx)->alloc;
+  std::lock_guard<std::mutex> lock(acc.mutex);
+  acc.recording = on != 0;
+  if (acc.recording)
+    acc.timeline.assign(1, acc.stats.tensor_current);
+}
+
+int64_t comet_rt_alloc_timeline(comet_rt_context *ctx, int64_t *out,
+                                int64_t capacity) {
+  comet::rt::Accounting &acc = resolve(ctx)->alloc;
+  std::lock_guard<std::mutex> lock(acc.mutex);
+  int64_t n = static_cast<int64_t>(acc.timeline.size());
+  for (int64_t i = 0; out && i < std::min(n, capacity); ++i)
+    out[i] = acc.timeline[i];
+  return n;
 }
 
 const char *comet_rt_alloc_category_name(int32_t category) {

@@ -185,9 +185,9 @@ int32_t comet_rt_dataset_open_idx(const char *imagesPath,
   ds->h = img.dims[1];
   ds->w = img.dims[2];
   ds->images = static_cast<uint8_t *>(
-      comet_rt_alloc((size_t)img.num_elements, COMET_RT_MEM_OTHER));
+      comet_rt_alloc(nullptr, (size_t)img.num_elements, COMET_RT_MEM_OTHER));
   ds->labels = static_cast<uint8_t *>(
-      comet_rt_alloc((size_t)lbl.num_elements, COMET_RT_MEM_OTHER));
+      comet_rt_alloc(nullptr, (size_t)lbl.num_elements, COMET_RT_MEM_OTHER));
   if (!ds->images || !ds->labels) {
     delete ds;
     return fail(COMET_RT_ERROR_OUT_OF_MEMORY, "dataset: out of memory");

@@ -61,10 +61,10 @@ dnnl::primitive_attr userScratchpadAttr() {
   return attr;
 }
 
-void execute(const Primitive &p, std::unordered_map<int, memory> args) {
+void execute(comet_rt_context *ctx, const Primitive &p, std::unordered_map<int, memory> args) {
   std::optional<Workspace> scratch;
   if (size_t bytes = p.scratchpad.get_size()) {
-    scratch.emplace(bytes);
+    scratch.emplace(ctx, bytes);
     args[DNNL_ARG_SCRATCHPAD] = mem(p.scratchpad, scratch->get());
   }
   p.prim.execute(stream(), args);
@@ -179,7 +179,7 @@ dnnl::convolution_forward::primitive_desc convFwdPd(const ConvShape &s,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_conv2d(comet_rt_memref *xm, comet_rt_memref *wm,
+int32_t _mlir_ciface_comet_rt_conv2d(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *wm,
                                      comet_rt_memref *bm, comet_rt_memref *ym,
                                      int64_t sH, int64_t sW, int64_t pT,
                                      int64_t pL, int64_t pB, int64_t pR,
@@ -205,12 +205,12 @@ int32_t _mlir_ciface_comet_rt_conv2d(comet_rt_memref *xm, comet_rt_memref *wm,
                                          {DNNL_ARG_DST, mem(s.dst, y.data)}};
     if (b.present)
       args[DNNL_ARG_BIAS] = mem(s.bias, b.data);
-    execute(p, args);
+    execute(ctx, p, args);
     return ok();
   });
 }
 
-int32_t _mlir_ciface_comet_rt_conv_grad2d(
+int32_t _mlir_ciface_comet_rt_conv_grad2d(comet_rt_context *ctx, 
     comet_rt_memref *dym, comet_rt_memref *xm, comet_rt_memref *wm,
     comet_rt_memref *dxm, comet_rt_memref *dwm, comet_rt_memref *dbm,
     int64_t sH, int64_t sW, int64_t pT, int64_t pL, int64_t pB, int64_t pR,
@@ -244,7 +244,7 @@ int32_t _mlir_ciface_comet_rt_conv_grad2d(
         cb::primitive_desc pd(d, userScratchpadAttr(), engine(), fwd);
         return Primitive{cb(pd), pd.scratchpad_desc()};
       });
-      execute(p, {{DNNL_ARG_DIFF_DST, mem(s.dst, dy.data)},
+      execute(ctx, p, {{DNNL_ARG_DIFF_DST, mem(s.dst, dy.data)},
                   {DNNL_ARG_WEIGHTS, mem(s.wei, w.data)},
                   {DNNL_ARG_DIFF_SRC, mem(s.src, dx.data)}});
     }
@@ -267,13 +267,13 @@ int32_t _mlir_ciface_comet_rt_conv_grad2d(
           {DNNL_ARG_DIFF_WEIGHTS, mem(s.wei, dw.data)}};
       if (bias)
         args[DNNL_ARG_DIFF_BIAS] = mem(s.bias, db.data);
-      execute(p, args);
+      execute(ctx, p, args);
     }
     return ok();
   });
 }
 
-int32_t _mlir_ciface_comet_rt_gemm(comet_rt_memref *am, comet_rt_memref *bm,
+int32_t _mlir_ciface_comet_rt_gemm(comet_rt_context *ctx, comet_rt_memref *am, comet_rt_memref *bm,
                                    comet_rt_memref *cm, comet_rt_memref *ym,
                                    float alpha, float beta, int64_t transA,
                                    int64_t transB) {
@@ -351,14 +351,14 @@ int32_t _mlir_ciface_comet_rt_gemm(comet_rt_memref *am, comet_rt_memref *bm,
           dnnl::matmul::primitive_desc pd(d, attr, engine());
           return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};
         });
-    execute(p, {{DNNL_ARG_SRC, mem(aMd, a.data)},
+    execute(ctx, p, {{DNNL_ARG_SRC, mem(aMd, a.data)},
                 {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
                 {DNNL_ARG_DST, mem(yMd, y.data)}});
     return ok();
   });
 }
 
-int32_t _mlir_ciface_comet_rt_matmul(comet_rt_memref *am, comet_rt_memref *bm,
+int32_t _mlir_ciface_comet_rt_matmul(comet_rt_context *ctx, comet_rt_memref *am, comet_rt_memref *bm,
                                      comet_rt_memref *ym) {
   const char *op = "matmul";
   Tensor a, b, y;
@@ -408,14 +408,14 @@ int32_t _mlir_ciface_comet_rt_matmul(comet_rt_memref *am, comet_rt_memref *bm,
       dnnl::matmul::primitive_desc pd(d, userScratchpadAttr(), engine());
       return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};
     });
-    execute(p, {{DNNL_ARG_SRC, mem(aMd, a.data)},
+    execute(ctx, p, {{DNNL_ARG_SRC, mem(aMd, a.data)},
                 {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
                 {DNNL_ARG_DST, mem(yMd, y.data)}});
     return ok();
   });
 }
 
-int32_t _mlir_ciface_comet_rt_batch_norm_internal(
+int32_t _mlir_ciface_comet_rt_batch_norm_internal(comet_rt_context *ctx, 
     comet_rt_memref *xm, comet_rt_memref *scm, comet_rt_memref *bm,
     comet_rt_memref *imm, comet_rt_memref *ivm, comet_rt_memref *ym,
     comet_rt_memref *rmm, comet_rt_memref *rvm, comet_rt_memref *smm,
@@ -471,15 +471,15 @@ int32_t _mlir_ciface_comet_rt_batch_norm_internal(
     if (!trainingMode) {
       args[DNNL_ARG_MEAN] = mem(cMd, im.data);
       args[DNNL_ARG_VARIANCE] = mem(cMd, iv.data);
-      execute(p, args);
+      execute(ctx, p, args);
       return ok();
     }
     // Batch statistics into a temporary (outputs may be absent).
-    Workspace statsBuf(2 * c * sizeof(float));
+    Workspace statsBuf(ctx, 2 * c * sizeof(float));
     float *stats = statsBuf.f();
     args[DNNL_ARG_MEAN] = mem(cMd, stats);
     args[DNNL_ARG_VARIANCE] = mem(cMd, stats + c);
-    execute(p, args);
+    execute(ctx, p, args);
     for (int64_t i = 0; i < c; ++i) {
       float mean = stats[i], var = stats[c + i];
       float inMean = im.f()[i], inVar = iv.f()[i];
@@ -496,7 +496,7 @@ int32_t _mlir_ciface_comet_rt_batch_norm_internal(
   });
 }
 
-int32_t _mlir_ciface_comet_rt_batch_norm_grad(
+int32_t _mlir_ciface_comet_rt_batch_norm_grad(comet_rt_context *ctx, 
     comet_rt_memref *dym, comet_rt_memref *xm, comet_rt_memref *scm,
     comet_rt_memref *smm, comet_rt_memref *sim, comet_rt_memref *dxm,
     comet_rt_memref *dsm, comet_rt_memref *dbm, float epsilon) {
@@ -537,13 +537,13 @@ int32_t _mlir_ciface_comet_rt_batch_norm_grad(
       return Primitive{bb(pd), pd.scratchpad_desc()};
     });
     // oneDNN wants the variance; ORT saves 1/sqrt(var + eps).
-    Workspace varBuf(c * sizeof(float));
+    Workspace varBuf(ctx, c * sizeof(float));
     float *var = varBuf.f();
     for (int64_t i = 0; i < c; ++i) {
       double s = si.f()[i];
       var[i] = (float)(1.0 / (s * s) - (double)epsilon);
     }
-    execute(p, {{DNNL_ARG_SRC, mem(xMd, x.data)},
+    execute(ctx, p, {{DNNL_ARG_SRC, mem(xMd, x.data)},
                 {DNNL_ARG_DIFF_DST, mem(xMd, dy.data)},
                 {DNNL_ARG_MEAN, mem(cMd, sm.data)},
                 {DNNL_ARG_VARIANCE, mem(cMd, var)},
@@ -562,7 +562,7 @@ int32_t _mlir_ciface_comet_rt_batch_norm_grad(
 
 namespace comet::rt {
 
-int32_t softmaxImpl(const char *op, const Tensor &x, const Tensor &y,
+int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x, const Tensor &y,
                     int64_t axis, bool log) {
   COMET_RT_CHECK(x.dims == y.dims && x.rank() >= 1, op,
                  ": X and Y must share a shape of rank >= 1");
@@ -589,7 +589,7 @@ int32_t softmaxImpl(const char *op, const Tensor &x, const Tensor &y,
       sf::primitive_desc pd(d, userScratchpadAttr(), engine());
       return Primitive{sf(pd), pd.scratchpad_desc()};
     });
-    execute(p,
+    execute(ctx, p,
             {{DNNL_ARG_SRC, mem(md, x.data)}, {DNNL_ARG_DST, mem(md, y.data)}});
     return ok();
   });
@@ -599,23 +599,23 @@ int32_t softmaxImpl(const char *op, const Tensor &x, const Tensor &y,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_softmax(comet_rt_memref *xm, comet_rt_memref *ym,
+int32_t _mlir_ciface_comet_rt_softmax(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *ym,
                                       int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "softmax X", x));
   COMET_RT_TRY(view(ym, 4, "softmax Y", y));
-  return softmaxImpl("softmax", x, y, axis, false);
+  return softmaxImpl(ctx, "softmax", x, y, axis, false);
 }
 
-int32_t _mlir_ciface_comet_rt_log_softmax(comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_log_softmax(comet_rt_context *ctx, comet_rt_memref *xm,
                                           comet_rt_memref *ym, int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "log_softmax X", x));
   COMET_RT_TRY(view(ym, 4, "log_softmax Y", y));
-  return softmaxImpl("log_softmax", x, y, axis, true);
+  return softmaxImpl(ctx, "log_softmax", x, y, axis, true);
 }
 
-int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx, comet_rt_memref *xm,
                                          comet_rt_memref *axm,
                                          comet_rt_memref *ym, int64_t keepdims,
                                          int64_t noopEmpty) {
@@ -673,7 +673,7 @@ int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_memref *xm,
       dnnl::reduction::primitive_desc pd(d, userScratchpadAttr(), engine());
       return Primitive{dnnl::reduction(pd), pd.scratchpad_desc()};
     });
-    execute(p, {{DNNL_ARG_SRC, mem(xMd, x.data)},
+    execute(ctx, p, {{DNNL_ARG_SRC, mem(xMd, x.data)},
                 {DNNL_ARG_DST, mem(yMd, y.data)}});
     return ok();
   });

@@ -96,7 +96,7 @@ void comet_rt_set_num_threads(int n) {
     omp_set_num_threads(n);
 }
 
-int32_t _mlir_ciface_comet_rt_relu(comet_rt_memref *xm, comet_rt_memref *ym) {
+int32_t _mlir_ciface_comet_rt_relu(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *ym) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "relu X", x));
   COMET_RT_TRY(view(ym, 4, "relu Y", y));
@@ -110,7 +110,7 @@ int32_t _mlir_ciface_comet_rt_relu(comet_rt_memref *xm, comet_rt_memref *ym) {
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_memref *dym,
+int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_context *ctx, comet_rt_memref *dym,
                                         comet_rt_memref *xm,
                                         comet_rt_memref *dxm) {
   Tensor dy, x, dx;
@@ -128,7 +128,7 @@ int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_memref *dym,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_add(comet_rt_memref *am, comet_rt_memref *bm,
+int32_t _mlir_ciface_comet_rt_add(comet_rt_context *ctx, comet_rt_memref *am, comet_rt_memref *bm,
                                   comet_rt_memref *ym) {
   Tensor a, b, y;
   COMET_RT_TRY(view(am, 4, "add A", a));
@@ -156,7 +156,7 @@ int32_t _mlir_ciface_comet_rt_add(comet_rt_memref *am, comet_rt_memref *bm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_expand(comet_rt_memref *xm, comet_rt_memref *sm,
+int32_t _mlir_ciface_comet_rt_expand(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *sm,
                                      comet_rt_memref *ym) {
   Tensor x, s, y;
   COMET_RT_TRY(view(xm, 4, "expand X", x));
@@ -181,7 +181,7 @@ int32_t _mlir_ciface_comet_rt_expand(comet_rt_memref *xm, comet_rt_memref *sm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_scale(comet_rt_memref *xm, comet_rt_memref *sm,
+int32_t _mlir_ciface_comet_rt_scale(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *sm,
                                     comet_rt_memref *ym, int64_t scaleDown) {
   Tensor x, s, y;
   COMET_RT_TRY(view(xm, 4, "scale X", x));
@@ -217,17 +217,17 @@ static int32_t copyImpl(const char *op, comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_identity(comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_identity(comet_rt_context *ctx, comet_rt_memref *xm,
                                        comet_rt_memref *ym) {
   return copyImpl("identity", xm, ym, 4);
 }
 
-int32_t _mlir_ciface_comet_rt_identity_i64(comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_identity_i64(comet_rt_context *ctx, comet_rt_memref *xm,
                                            comet_rt_memref *ym) {
   return copyImpl("identity_i64", xm, ym, 8);
 }
 
-int32_t _mlir_ciface_comet_rt_inplace_accumulator_v2(comet_rt_memref *bm,
+int32_t _mlir_ciface_comet_rt_inplace_accumulator_v2(comet_rt_context *ctx, comet_rt_memref *bm,
                                                      comet_rt_memref *vm,
                                                      comet_rt_memref *om,
                                                      comet_rt_memref *um,
@@ -266,7 +266,7 @@ int32_t _mlir_ciface_comet_rt_inplace_accumulator_v2(comet_rt_memref *bm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_adamw(
+int32_t _mlir_ciface_comet_rt_adamw(comet_rt_context *ctx, 
     comet_rt_memref *lrm, comet_rt_memref *stepm, comet_rt_memref *wm,
     comet_rt_memref *gm, comet_rt_memref *m1m, comet_rt_memref *m2m,
     comet_rt_memref *sigm, comet_rt_memref *flagm, float alpha, float beta,
@@ -332,7 +332,7 @@ int32_t _mlir_ciface_comet_rt_adamw(
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_sgd_v2(comet_rt_memref *lrm, comet_rt_memref *wm,
+int32_t _mlir_ciface_comet_rt_sgd_v2(comet_rt_context *ctx, comet_rt_memref *lrm, comet_rt_memref *wm,
                                      comet_rt_memref *gm, comet_rt_memref *sigm,
                                      comet_rt_memref *flagm) {
   Tensor lrT, w, g, sig, fl;
@@ -358,7 +358,7 @@ int32_t _mlir_ciface_comet_rt_sgd_v2(comet_rt_memref *lrm, comet_rt_memref *wm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_sgd_momentum(
+int32_t _mlir_ciface_comet_rt_sgd_momentum(comet_rt_context *ctx, 
     comet_rt_memref *lrm, comet_rt_memref *wm, comet_rt_memref *gm,
     comet_rt_memref *vm, float momentum, float weightDecay, int64_t nesterov) {
   Tensor lrT, w, g, v;
@@ -383,7 +383,7 @@ int32_t _mlir_ciface_comet_rt_sgd_momentum(
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_abs_mean_and_density(comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_abs_mean_and_density(comet_rt_context *ctx, comet_rt_memref *xm,
                                                    comet_rt_memref *om) {
   Tensor x, o;
   COMET_RT_TRY(view(xm, 4, "abs_mean X", x));

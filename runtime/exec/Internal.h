@@ -54,13 +54,14 @@ int32_t view(const comet_rt_memref *m, size_t elemBytes, const char *what,
 
 std::string shapeStr(const std::vector<int64_t> &dims);
 
-/// A kernel temporary from comet_rt_alloc (category workspace), freed at the
+/// A kernel temporary from comet_rt_alloc (category workspace of the
+/// calling context), freed at the
 /// end of its scope. Throws std::bad_alloc when the allocator fails, so it
 /// belongs inside guard() (Dnnl.h), which reports that as out of memory.
 class Workspace {
 public:
-  explicit Workspace(size_t bytes)
-      : p(comet_rt_alloc(bytes, COMET_RT_MEM_WORKSPACE)) {
+  Workspace(comet_rt_context *ctx, size_t bytes)
+      : p(comet_rt_alloc(ctx, bytes, COMET_RT_MEM_WORKSPACE)) {
     if (!p)
       throw std::bad_alloc();
   }

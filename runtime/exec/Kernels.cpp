@@ -66,7 +66,7 @@ int32_t sampleWeights(const char *op, const LossShape &s, const int64_t *lbl,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(
+int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(comet_rt_context *ctx, 
     comet_rt_memref *sm, comet_rt_memref *lm, comet_rt_memref *wm,
     comet_rt_memref *lossm, comet_rt_memref *lpm, int64_t reduction,
     int64_t ignoreIndex, int64_t hasIgnore) {
@@ -95,11 +95,11 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(
     Tensor lpBuf = lp;
     std::optional<Workspace> tmp;
     if (!lp.present) {
-      tmp.emplace(sizeof(float) * scores.numel());
+      tmp.emplace(ctx, sizeof(float) * scores.numel());
       lpBuf.data = tmp->get();
       lpBuf.dims = scores.dims;
     }
-    COMET_RT_TRY(softmaxImpl(op, scores, lpBuf, 1, /*log=*/true));
+    COMET_RT_TRY(softmaxImpl(ctx, op, scores, lpBuf, 1, /*log=*/true));
     const float *l = lpBuf.f();
     const int64_t *lbl = labels.i64();
     double total = 0;
@@ -118,7 +118,7 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(
   });
 }
 
-int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(
+int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(comet_rt_context *ctx, 
     comet_rt_memref *dym, comet_rt_memref *lpm, comet_rt_memref *lm,
     comet_rt_memref *wm, comet_rt_memref *dxm, int64_t reduction,
     int64_t ignoreIndex, int64_t hasIgnore) {
@@ -158,7 +158,7 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_maxpool2d(
+int32_t _mlir_ciface_comet_rt_maxpool2d(comet_rt_context *ctx, 
     comet_rt_memref *xm, comet_rt_memref *ym, comet_rt_memref *im, int64_t kH,
     int64_t kW, int64_t sH, int64_t sW, int64_t pT, int64_t pL, int64_t pB,
     int64_t pR, int64_t dH, int64_t dW, int64_t storageOrder) {
@@ -225,7 +225,7 @@ int32_t _mlir_ciface_comet_rt_maxpool2d(
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_maxpool_grad(comet_rt_memref *dym,
+int32_t _mlir_ciface_comet_rt_maxpool_grad(comet_rt_context *ctx, comet_rt_memref *dym,
                                            comet_rt_memref *im,
                                            comet_rt_memref *dxm) {
   const char *op = "maxpool_grad";
@@ -265,7 +265,7 @@ int32_t _mlir_ciface_comet_rt_maxpool_grad(comet_rt_memref *dym,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_global_average_pool(comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_global_average_pool(comet_rt_context *ctx, comet_rt_memref *xm,
                                                   comet_rt_memref *ym) {
   const char *op = "global_average_pool";
   Tensor x, y;
@@ -289,7 +289,7 @@ int32_t _mlir_ciface_comet_rt_global_average_pool(comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_shape(comet_rt_memref *xm, comet_rt_memref *ym,
+int32_t _mlir_ciface_comet_rt_shape(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *ym,
                                     int64_t start, int64_t end) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 1, "shape X", x));
@@ -310,7 +310,7 @@ int32_t _mlir_ciface_comet_rt_shape(comet_rt_memref *xm, comet_rt_memref *ym,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_reshape(comet_rt_memref *xm, comet_rt_memref *sm,
+int32_t _mlir_ciface_comet_rt_reshape(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *sm,
                                       comet_rt_memref *ym, int64_t allowzero) {
   const char *op = "reshape";
   Tensor x, s, y;
@@ -348,7 +348,7 @@ int32_t _mlir_ciface_comet_rt_reshape(comet_rt_memref *xm, comet_rt_memref *sm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_flatten(comet_rt_memref *xm, comet_rt_memref *ym,
+int32_t _mlir_ciface_comet_rt_flatten(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *ym,
                                       int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "flatten X", x));

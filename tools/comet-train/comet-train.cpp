@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "comet/Engine/Engine.h"
-#include "comet/Engine/Handles.h"
+#include "comet/runtime/handles.h"
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/data.h"
@@ -329,9 +329,11 @@ int main(int argc, char **argv) {
       return fail(Twine("cannot load the ") + data +
                   " data: " + comet_rt_last_error());
   }
+  // The datasets live in the default runtime context; the engine counts its
+  // memory in its own, so the figures below leave them out.
   comet_rt_alloc_stats before;
-  comet_rt_alloc_get_stats(&before);
-  int64_t baseline = before.current_total;
+  comet_rt_alloc_get_stats(nullptr, &before);
+  int64_t datasetBytes = before.current_total;
 
   if (Error e = engine.compile(opts))
     return fail(std::move(e));
@@ -397,9 +399,10 @@ int main(int argc, char **argv) {
       stepMs.push_back(
           std::chrono::duration<double, std::milli>(t1 - t0).count());
       // The bound of every slot, recorded when it changes.
-      for (int64_t s = 0, n = comet_rt_num_sites(); s < n; ++s) {
+      comet_rt_context *rt = engine.runtimeContext();
+      for (int64_t s = 0, n = comet_rt_num_sites(rt); s < n; ++s) {
         comet_rt_site_stats st;
-        if (comet_rt_site_get_stats(s, &st) == 0 && st.slot >= 0) {
+        if (comet_rt_site_get_stats(rt, s, &st) == 0 && st.slot >= 0) {
           auto &h = ebHistory[s];
           if (h.empty() || h.back().second != st.last_eb)
             h.push_back({step, st.last_eb});
@@ -417,6 +420,10 @@ int main(int argc, char **argv) {
   }
   if (tty)
     outs() << "\n";
+
+  // The training run's figures, before the error-model check below runs
+  // measurement steps on the engine (they would overwrite the sites' sizes).
+  comet::EngineStats st = engine.stats();
 
   // The error-model check: the next batch, exact against compressed.
   json::Array errorModel;
@@ -497,7 +504,6 @@ int main(int argc, char **argv) {
       return fail("cannot write " + profileOut + ": " + ec.message());
     os << formatv("{0:2}", json::Value(tuner->profile())) << "\n";
   }
-  comet::EngineStats st = engine.stats();
 
   double accuracy = -1, testLoss = 0;
   if (wantEval && engine.hasEval()) {
@@ -517,7 +523,7 @@ int main(int argc, char **argv) {
   std::vector<double> sorted = stepMs;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-  int64_t peak = st.peakBytes - baseline;
+  int64_t peak = st.peakBytes;
   double ratio = st.activationBytesCompressed > 0
                      ? double(st.activationBytesUncompressed) /
                            st.activationBytesCompressed
@@ -581,7 +587,7 @@ int main(int argc, char **argv) {
         {"predicted_peak_bytes", st.predictedPeakBytes},
         {"tensor_peak_bytes", st.tensorPeakBytes},
         {"workspace_peak_bytes", st.categories[COMET_RT_MEM_WORKSPACE].peak},
-        {"dataset_bytes", baseline},
+        {"dataset_bytes", datasetBytes},
         {"activation_bytes_uncompressed", st.activationBytesUncompressed},
         {"activation_bytes_compressed", st.activationBytesCompressed},
         {"compression_ratio", ratio},
@@ -609,11 +615,15 @@ int main(int argc, char **argv) {
     }
     if (!measureErrorModel.empty())
       report["error_model"] = std::move(errorModel);
-    std::error_code ec;
-    raw_fd_ostream os(reportPath, ec);
-    if (ec)
-      return fail("cannot write " + reportPath + ": " + ec.message());
-    os << formatv("{0:2}", json::Value(std::move(report))) << "\n";
+    // writeToOutput goes through a temporary file that it renames on
+    // success, so a failed write leaves no half-written report.
+    json::Value v(std::move(report));
+    if (Error e = writeToOutput(reportPath, [&](raw_ostream &os) {
+          os << formatv("{0:2}", v) << "\n";
+          return Error::success();
+        }))
+      return fail("cannot write " + reportPath + ": " +
+                  toString(std::move(e)));
   }
   return 0;
 }

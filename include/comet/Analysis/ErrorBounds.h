@@ -52,7 +52,7 @@ double cometPredictedGradStd(double eb, const CometBoundParams &p);
 /// elements of X with equal values get equal codec errors, so a group of
 /// them contributes (sum dY)^2 rather than sum dY^2 to the variance; K is
 /// the mean over dW elements of sum over groups of ((sum dY)^2 - sum dY^2)
-/// (comet/Tuner/SlotStats.h). The variance becomes a^2 eb^2 (N M + K).
+/// (comet/runtime/slot_stats.h). The variance becomes a^2 eb^2 (N M + K).
 /// Returns 0 when an input is not positive and finite or N M + K <= 0.
 double cometErrorBoundMasked(double sigma, double a, double numTerms,
                              double maskedMoment, double coherentExcess = 0);

@@ -8,39 +8,43 @@ def CometLowerToRuntime : Pass<"comet-lower-to-runtime", "mlir::ModuleOp"> {
   let summary = "Lower onnx and comet ops to calls into the runtime's C ABI";
   let description = [{
     Rewrites every function of onnx/comet ops on tensors into a function on
-    memrefs that calls the runtime (runtime/include/comet/runtime/exec.h and
-    include/comet/Engine/Handles.h), in the op order of the input:
+    memrefs that calls the runtime's C interface (every function it calls is
+    declared once, in runtime/include/comet/runtime/abi.def), in the op order
+    of the input:
 
     - Shapes are specialized first: every dynamic dimension takes
       `batch-size` (0 rejects dynamic dimensions), so every buffer has a
       static shape and the kernels get exact sizes.
-    - Signature: the tensor arguments become memrefs of the same shape, one
-      memref argument is appended per result (destination passing, marked
-      `comet.result`), and the function returns the runtime status (i32,
-      0 on success) with `llvm.emit_c_interface`. The caller owns all these
-      buffers.
-    - Every value the function computes lives in a `memref.alloc` (a
-      returned value is written straight into its result memref); before
-      it, `comet_rt_set_alloc_category` selects the runtime allocator's
-      category from the ActivationLiveness analysis (parameter -> params,
-      gradient -> grads, optimizer state -> optimizer_state, activation ->
-      activations, other -> other), and
-      `finalize-memref-to-llvm{use-generic-functions=1}` later turns the
-      alloc into `_mlir_memref_to_llvm_alloc`, i.e. `comet_rt_alloc`.
+    - Signature: a leading `!llvm.ptr` argument (`comet.context`) is the
+      runtime context, which every runtime call takes first; the tensor
+      arguments become memrefs of the same shape; one memref argument is
+      appended per result (destination passing, marked `comet.result`); and
+      the function returns the runtime status (i32, 0 on success) with
+      `llvm.emit_c_interface`. The caller owns all these buffers.
+    - Every value the function computes lives in a buffer from
+      `comet_rt_buffer_alloc(ctx, bytes, category)` (a `memref<?xi8>` that
+      `memref.view` gives the value's type), counted in the runtime
+      allocator's category from the ActivationLiveness analysis (parameter
+      -> params, gradient -> grads, optimizer state -> optimizer_state,
+      activation -> activations, other -> other). A returned value is
+      written straight into its result memref.
     - Deallocation points come from the same ActivationLiveness analysis:
-      a value is freed right after the op at the end of its live interval
-      (its last use, or its definition when unused).
+      a value is freed (`comet_rt_buffer_free`) right after the op at the
+      end of its live interval (its last use, or its definition when
+      unused).
     - `comet.compress` becomes `comet_rt_compress`, which returns an opaque
       handle (an i64, 0 on failure) owned by the runtime and counted as
       `compressed`; a lossy bound with a slot passes the slot, whose value
-      is read from the runtime's slot table at run time (the compiled bound
-      only seeds it). `comet.decompress` fills a fresh buffer through
+      is read from the context's slot table at run time (the compiled bound
+      only seeds it). The codec number is the dialect's, which is the
+      runtime's. `comet.decompress` fills a fresh buffer through
       `comet_rt_decompress`; the handle is released with
       `comet_rt_handle_free` at the end of its live interval (after its last
       decompress, or after the last ReluGrad that reads a fused mask
       decompress straight from the handle).
-    - With `check-errors`, a non-zero status branches to an exit block that
-      returns it (buffers live at that point are not freed).
+    - With `check-errors`, a non-zero status (or a null buffer or handle)
+      branches to an exit block that calls `comet_rt_step_abort`, which
+      frees the buffers and handles still live, and returns the status.
 
     Before:
     ```mlir
@@ -51,17 +55,20 @@ def CometLowerToRuntime : Pass<"comet-lower-to-runtime", "mlir::ModuleOp"> {
     ```
     After (`batch-size=4`, abridged):
     ```mlir
-    func.func @f(%x: memref<4x8xf32>, %out: memref<4x8xf32> {comet.result = 0 : i64}) -> i32
+    func.func @f(%ctx: !llvm.ptr {comet.context}, %x: memref<4x8xf32>,
+                 %out: memref<4x8xf32> {comet.result = 0 : i64}) -> i32
         attributes {llvm.emit_c_interface} {
       %0 = memref.cast %x : memref<4x8xf32> to memref<*xf32>
       %1 = memref.cast %out : memref<4x8xf32> to memref<*xf32>
-      %rc = call @comet_rt_relu(%0, %1) : (memref<*xf32>, memref<*xf32>) -> i32
+      %rc = call @comet_rt_relu(%ctx, %0, %1)
+          : (!llvm.ptr, memref<*xf32>, memref<*xf32>) -> i32
       ...
       return %c0_i32 : i32
     }
     ```
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::cf::ControlFlowDialect",
                            "::mlir::func::FuncDialect"];

@@ -21,6 +21,8 @@
 #ifndef COMET_ENGINE_ENGINE_H
 #define COMET_ENGINE_ENGINE_H
 
+#include "comet/runtime/context.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -171,6 +173,11 @@ public:
   /// Which optimizer runs: "builtin-sgd-momentum", "AdamWOptimizer" or
   /// "SGDOptimizerV2".
   std::string optimizerName() const;
+
+  /// The engine's runtime context (comet/runtime/context.h): its slots,
+  /// sites, tuner statistics and memory accounting, for the bound tuner and
+  /// for reports. Owned by the engine.
+  comet_rt_context *runtimeContext() const;
 
   struct Impl;
 

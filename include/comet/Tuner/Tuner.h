@@ -61,10 +61,10 @@ struct ConsumerStats {
   double meanAbsMomentum = NAN;  ///< mean |optimizer first moment|
   double invStd = NAN;           ///< max_c inv_std (BatchNorm only)
   /// M = mean over the dW-sum terms of dY^2 * 1[X != 0] (estimated,
-  /// comet/Tuner/SlotStats.h).
+  /// comet/runtime/slot_stats.h).
   double maskedMoment = NAN;
   /// K: the coherent excess per dW element (equal X values share one codec
-  /// error; comet/Tuner/SlotStats.h). 0 when X has no groups.
+  /// error; comet/runtime/slot_stats.h). 0 when X has no groups.
   double coherentExcess = NAN;
 };
 

@@ -2,7 +2,7 @@
 //
 // Rewrites each function of a training graph into straight-line code on
 // memrefs that calls the runtime's C ABI (comet/runtime/exec.h) and the
-// compressed-handle ABI (comet/Engine/Handles.h). Buffer categories and
+// compressed-handle ABI (comet/runtime/handles.h). Buffer categories and
 // free points come from the ActivationLiveness analysis, so the memory the
 // runtime measures is the memory the analysis predicts. Passes.td has the
 // contract.
@@ -10,12 +10,14 @@
 //===----------------------------------------------------------------------===//
 #include "comet/Analysis/ActivationLiveness.h"
 #include "comet/Conversion/Passes.h"
+#include "comet/Conversion/RuntimeABI.h"
 #include "comet/Dialect/Comet/IR/CometOps.h"
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -34,42 +36,24 @@ using namespace comet;
 
 namespace {
 
-// Allocator categories of comet/runtime/alloc.h.
-enum RtCategory : int32_t {
-  kParams = 0,
-  kGrads = 1,
-  kOptimizerState = 2,
-  kActivations = 3,
-  kOther = 6,
-};
+using rtabi::Fn;
+using rtabi::Kind;
 
+/// The runtime allocator's category of a value (comet/runtime/alloc.h).
 int32_t rtCategory(ValueCategory c) {
   switch (c) {
   case ValueCategory::Parameter:
-    return kParams;
+    return COMET_RT_MEM_PARAMS;
   case ValueCategory::Gradient:
-    return kGrads;
+    return COMET_RT_MEM_GRADS;
   case ValueCategory::OptimizerState:
-    return kOptimizerState;
+    return COMET_RT_MEM_OPTIMIZER_STATE;
   case ValueCategory::Activation:
-    return kActivations;
+    return COMET_RT_MEM_ACTIVATIONS;
   case ValueCategory::Other:
-    return kOther;
+    return COMET_RT_MEM_OTHER;
   }
-  return kOther;
-}
-
-// comet_rt_codec of comet/runtime/codec.h.
-int32_t rtCodec(Codec c) {
-  switch (c) {
-  case Codec::raw:
-    return 0;
-  case Codec::sz:
-    return 1;
-  case Codec::mask:
-    return 2;
-  }
-  return 0;
+  return COMET_RT_MEM_OTHER;
 }
 
 /// Replaces every dynamic dim by `batch`.
@@ -117,7 +101,8 @@ private:
   Location loc() { return curLoc; }
 
   // --- declarations and constants ---
-  func::FuncOp declare(StringRef name, FunctionType type, bool cInterface);
+  /// The declaration of a runtime function (abi.def), added once.
+  func::FuncOp declare(Fn fn);
   Value i32c(int32_t v) {
     return arith::ConstantIntOp::create(b, loc(), v, 32);
   }
@@ -144,17 +129,22 @@ private:
   }
 
   // --- calls ---
-  /// Emits a call to comet_rt_<name> with arguments following `spec`: f/l/b
-  /// an f32/i64/i1 unranked memref (null: absent), I i64, F f32, D f64,
-  /// i i32. Checks the status.
-  LogicalResult call(StringRef name, StringRef spec, ArrayRef<Value> args);
+  /// Emits a call to the runtime function fn with the context and args,
+  /// which follow its parameter kinds (a null memref is an absent optional
+  /// operand); a status result is checked. Returns the call, or null after
+  /// an error.
+  func::CallOp emitCall(Fn fn, ArrayRef<Value> args);
+  /// emitCall for the op being lowered.
+  LogicalResult call(Fn fn, ArrayRef<Value> args) {
+    return success(emitCall(fn, args) != nullptr);
+  }
   Value unranked(Value memref, Type elt);
   void check(Value rc);
 
   // --- ops ---
   LogicalResult lower(Operation *op);
   LogicalResult lowerReturn(func::ReturnOp ret);
-  /// The bound tuner's statistics calls (comet/Tuner/SlotStats.h) for an op
+  /// The bound tuner's statistics calls (comet/runtime/slot_stats.h) for an op
   /// that compress-activations marked with comet.observe.
   LogicalResult emitObserves(Operation *op);
   LogicalResult convAttrs(Operation *op, Value x,
@@ -178,33 +168,48 @@ private:
   DenseSet<Value> inOutArg;
   /// Values that own a buffer (or handle) this function must free.
   DenseSet<Value> owned;
+  /// The memref<?xi8> from buffer_alloc behind each allocated view.
+  DenseMap<Value, Value> rawBuffer;
+  /// The runtime context: the lowered function's first argument.
+  Value ctxArg;
   Block *failBlock = nullptr;
-  int32_t lastCategory = -1;
   int64_t nextSite = 0;
   unsigned constCounter = 0;
 };
 
-func::FuncOp FuncLowering::declare(StringRef name, FunctionType type,
-                                   bool cInterface) {
+func::FuncOp FuncLowering::declare(Fn fn) {
+  std::string name = rtabi::symbolName(fn);
   if (auto f = module.lookupSymbol<func::FuncOp>(name))
     return f;
   OpBuilder mb(module.getBodyRegion());
-  auto f = func::FuncOp::create(mb, module.getLoc(), name, type);
+  auto f = func::FuncOp::create(mb, module.getLoc(), name,
+                                rtabi::functionType(module.getContext(), fn));
   f.setPrivate();
-  if (cInterface)
-    f->setAttr("llvm.emit_c_interface", UnitAttr::get(f.getContext()));
+  f->setAttr("llvm.emit_c_interface", UnitAttr::get(f.getContext()));
   return f;
 }
 
 Value FuncLowering::allocType(Type tensorType, int32_t category) {
-  if (category != lastCategory) {
-    auto fn = declare("comet_rt_set_alloc_category",
-                      b.getFunctionType({b.getI32Type()}, {b.getI32Type()}),
-                      /*cInterface=*/false);
-    func::CallOp::create(b, loc(), fn, ValueRange{i32c(category)});
-    lastCategory = category;
+  MemRefType mt = memrefOf(tensorType);
+  Type elt = mt.getElementType();
+  int64_t elemBytes = elt.isInteger(1) ? 1 : (elt.getIntOrFloatBitWidth() + 7) / 8;
+  func::CallOp c = emitCall(
+      Fn::buffer_alloc, {i64c(mt.getNumElements() * elemBytes), i32c(category)});
+  Value raw = c.getResult(0);
+  if (checkErrors) {
+    // A null buffer is out of memory.
+    Value p = memref::ExtractAlignedPointerAsIndexOp::create(b, loc(), raw);
+    Value zero = arith::ConstantIndexOp::create(b, loc(), 0);
+    Value ok =
+        arith::CmpIOp::create(b, loc(), arith::CmpIPredicate::ne, p, zero);
+    check(arith::SelectOp::create(b, loc(), ok, i32c(0),
+                                  i32c(COMET_RT_ERROR_OUT_OF_MEMORY)));
   }
-  return memref::AllocOp::create(b, loc(), memrefOf(tensorType));
+  Value view = memref::ViewOp::create(b, loc(), mt, raw,
+                                      arith::ConstantIndexOp::create(b, loc(), 0),
+                                      ValueRange{});
+  rawBuffer[view] = raw;
+  return view;
 }
 
 Value FuncLowering::alloc(Value tensor) {
@@ -265,6 +270,8 @@ void FuncLowering::check(Value rc) {
     body.push_back(failBlock);
     BlockArgument code = failBlock->addArgument(b.getI32Type(), loc());
     b.setInsertionPointToEnd(failBlock);
+    // Free the buffers and handles live at the failing call.
+    emitCall(Fn::step_abort, {});
     func::ReturnOp::create(b, loc(), ValueRange{code});
   }
   Value ok =
@@ -277,43 +284,42 @@ void FuncLowering::check(Value rc) {
   b.setInsertionPointToEnd(next);
 }
 
-LogicalResult FuncLowering::call(StringRef name, StringRef spec,
-                                 ArrayRef<Value> args) {
-  if (spec.size() != args.size())
-    return emitError(loc()) << "internal: " << name << " takes " << spec.size()
-                            << " arguments, got " << args.size();
-  SmallVector<Value> vals;
-  SmallVector<Type> types;
-  bool anyMemref = false;
-  for (auto [c, v] : llvm::zip(spec, args)) {
-    Value x;
-    switch (c) {
-    case 'f':
-    case 'l':
-    case 'b': {
-      Type elt = c == 'f'   ? Type(b.getF32Type())
-                 : c == 'l' ? Type(b.getI64Type())
-                            : Type(b.getI1Type());
-      if (v && cast<MemRefType>(v.getType()).getElementType() != elt)
-        return emitError(loc()) << "comet-lower-to-runtime: comet_rt_" << name
-                                << " takes an operand of element type " << elt
-                                << ", got " << v.getType();
-      x = unranked(v, elt);
-      anyMemref = true;
-      break;
-    }
-    default:
-      x = v;
-      break;
-    }
-    vals.push_back(x);
-    types.push_back(x.getType());
+func::CallOp FuncLowering::emitCall(Fn fn, ArrayRef<Value> args) {
+  const rtabi::FnInfo &fi = rtabi::info(fn);
+  if (fi.params.size() != args.size()) {
+    emitError(loc()) << "internal: comet_rt_" << fi.name << " takes "
+                     << fi.params.size() << " arguments, got " << args.size();
+    return {};
   }
-  std::string sym = ("comet_rt_" + name).str();
-  auto fn = declare(sym, b.getFunctionType(types, {b.getI32Type()}), anyMemref);
-  auto callOp = func::CallOp::create(b, loc(), fn, vals);
-  check(callOp.getResult(0));
-  return success();
+  SmallVector<Value> vals = {ctxArg};
+  for (auto [kind, v] : llvm::zip(fi.params, args)) {
+    Type elt;
+    switch (kind) {
+    case Kind::tf32:
+      elt = b.getF32Type();
+      break;
+    case Kind::ti64:
+      elt = b.getI64Type();
+      break;
+    case Kind::ti1:
+      elt = b.getI1Type();
+      break;
+    default:
+      vals.push_back(v);
+      continue;
+    }
+    if (v && cast<MemRefType>(v.getType()).getElementType() != elt) {
+      emitError(loc()) << "comet-lower-to-runtime: comet_rt_" << fi.name
+                       << " takes an operand of element type " << elt
+                       << ", got " << v.getType();
+      return {};
+    }
+    vals.push_back(unranked(v, elt));
+  }
+  auto callOp = func::CallOp::create(b, loc(), declare(fn), vals);
+  if (fi.ret == rtabi::Ret::status)
+    check(callOp.getResult(0));
+  return callOp;
 }
 
 LogicalResult FuncLowering::convAttrs(
@@ -388,7 +394,7 @@ DenseElementsAttr denseOf(ElementsAttr attr) {
 LogicalResult FuncLowering::lowerReturn(func::ReturnOp ret) {
   unsigned nArgs = oldF.getNumArguments();
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    Value out = newF.getArgument(nArgs + i);
+    Value out = newF.getArgument(1 + nArgs + i);
     Value m = buffers.lookup(v);
     if (m == out)
       continue;
@@ -414,13 +420,13 @@ LogicalResult FuncLowering::emitObserves(Operation *op) {
                            "operand or -1]");
     Value dy = operand(op->getOperand(e[2]));
     if (dy && cast<MemRefType>(dy.getType()).getElementType().isF32() &&
-        failed(call("slot_observe_grad", "fII", {dy, i64c(e[0]), i64c(e[1])})))
+        failed(call(Fn::slot_observe_grad, {dy, i64c(e[0]), i64c(e[1])})))
       return failure();
     if (e[3] >= 0)
       if (Value aux = operand(op->getOperand(e[3])))
         if (cast<MemRefType>(aux.getType()).getElementType().isF32() &&
             failed(
-                call("slot_observe_max", "fII", {aux, i64c(e[0]), i64c(e[1])})))
+                call(Fn::slot_observe_max, {aux, i64c(e[0]), i64c(e[1])})))
           return failure();
   }
   return success();
@@ -479,7 +485,7 @@ LogicalResult FuncLowering::lower(Operation *op) {
                              o.getDilations(), o.getAutoPad(), o.getGroup(),
                              a)))
           return failure();
-        return call("conv2d", "ffffIIIIIIIII", a);
+        return call(Fn::conv2d, a);
       })
       .Case<ConvGradOp>([&](ConvGradOp o) -> LogicalResult {
         SmallVector<Value> a = {in(0), in(1), in(2), res(0), res(1), res(2)};
@@ -487,26 +493,25 @@ LogicalResult FuncLowering::lower(Operation *op) {
                              o.getDilations(), o.getAutoPad(), o.getGroup(),
                              a)))
           return failure();
-        return call("conv_grad2d", "ffffffIIIIIIIII", a);
+        return call(Fn::conv_grad2d, a);
       })
       .Case<GemmOp>([&](GemmOp o) {
-        return call("gemm", "ffffFFII",
-                    {in(0), in(1), in(2), res(0),
+        return call(Fn::gemm, {in(0), in(1), in(2), res(0),
                      f32c(o.getAlpha().convertToFloat()),
                      f32c(o.getBeta().convertToFloat()), i64c(o.getTransA()),
                      i64c(o.getTransB())});
       })
       .Case<MatMulOp>([&](MatMulOp) {
-        return call("matmul", "fff", {in(0), in(1), res(0)});
+        return call(Fn::matmul, {in(0), in(1), res(0)});
       })
       .Case<ReluOp>([&](ReluOp) {
-        return call("relu", "ff", {in(0), res(0)});
+        return call(Fn::relu, {in(0), res(0)});
       })
       .Case<ReluGradOp>([&](ReluGradOp o) {
         // X from a fused mask decompress: read the bits from the handle.
         if (Value h = fusedHandle.lookup(o->getOperand(1)))
-          return call("relu_grad_mask", "fIf", {in(0), h, res(0)});
-        return call("relu_grad", "fff", {in(0), in(1), res(0)});
+          return call(Fn::relu_grad_mask, {in(0), h, res(0)});
+        return call(Fn::relu_grad, {in(0), in(1), res(0)});
       })
       .Case<MaxPoolOp>([&](MaxPoolOp o) -> LogicalResult {
         SmallVector<Value> a = {in(0), res(0), res(1)};
@@ -519,18 +524,17 @@ LogicalResult FuncLowering::lower(Operation *op) {
                              o.getDilations(), o.getAutoPad(), /*group=*/0, a)))
           return failure();
         a.push_back(i64c(o.getStorageOrder()));
-        return call("maxpool2d", "fflIIIIIIIIIII", a);
+        return call(Fn::maxpool2d, a);
       })
       .Case<MaxPoolGradOp>([&](MaxPoolGradOp) {
-        return call("maxpool_grad", "flf", {in(0), in(1), res(0)});
+        return call(Fn::maxpool_grad, {in(0), in(1), res(0)});
       })
       .Case<GlobalAveragePoolOp>([&](GlobalAveragePoolOp) {
-        return call("global_average_pool", "ff", {in(0), res(0)});
+        return call(Fn::global_average_pool, {in(0), res(0)});
       })
       .Case<SoftmaxCrossEntropyLossOp>([&](SoftmaxCrossEntropyLossOp o) {
         auto ii = o.getIgnoreIndex();
-        return call("softmax_cross_entropy_loss", "flfffIII",
-                    {in(0), in(1), in(2), res(0), res(1),
+        return call(Fn::softmax_cross_entropy_loss, {in(0), in(1), in(2), res(0), res(1),
                      i64c(reductionOf(o.getReduction())), i64c(ii ? *ii : 0),
                      i64c(ii ? 1 : 0)});
       })
@@ -541,8 +545,7 @@ LogicalResult FuncLowering::lower(Operation *op) {
                                  "SoftmaxCrossEntropyLossGrad with a bias "
                                  "input is not supported");
             auto ii = o.getIgnoreIndex();
-            return call("softmax_cross_entropy_loss_grad", "fflffIII",
-                        {in(0), in(1), in(2), in(3), res(0),
+            return call(Fn::softmax_cross_entropy_loss_grad, {in(0), in(1), in(2), in(3), res(0),
                          i64c(reductionOf(o.getReduction())),
                          i64c(ii ? *ii : 0), i64c(ii ? 1 : 0)});
           })
@@ -559,71 +562,64 @@ LogicalResult FuncLowering::lower(Operation *op) {
               isa<BlockArgument>(input) && !buffers.count(result))
             buffers[result] = in(i + 2);
         }
-        return call("batch_norm_internal", "ffffffffffFFI",
-                    {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
+        return call(Fn::batch_norm_internal, {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
                      res(3), res(4), f32c(o.getEpsilon().convertToFloat()),
                      f32c(o.getMomentum().convertToFloat()),
                      i64c(o.getTrainingMode())});
       })
       .Case<BatchNormalizationOp>([&](BatchNormalizationOp o) {
-        return call("batch_norm_internal", "ffffffffffFFI",
-                    {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
+        return call(Fn::batch_norm_internal, {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
                      Value(), Value(), f32c(o.getEpsilon().convertToFloat()),
                      f32c(o.getMomentum().convertToFloat()),
                      i64c(o.getTrainingMode())});
       })
       .Case<BatchNormalizationGradOp>([&](BatchNormalizationGradOp o) {
-        return call("batch_norm_grad", "ffffffffF",
-                    {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
+        return call(Fn::batch_norm_grad, {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
                      f32c(o.getEpsilon().convertToFloat())});
       })
       .Case<FlattenOp>([&](FlattenOp o) {
-        return call("flatten", "ffI", {in(0), res(0), i64c(o.getAxis())});
+        return call(Fn::flatten, {in(0), res(0), i64c(o.getAxis())});
       })
       .Case<ReshapeOp>([&](ReshapeOp o) {
-        return call("reshape", "flfI",
-                    {in(0), in(1), res(0), i64c(o.getAllowzero())});
+        return call(Fn::reshape, {in(0), in(1), res(0), i64c(o.getAllowzero())});
       })
       .Case<IdentityOp>([&](IdentityOp o) -> LogicalResult {
         auto t = dyn_cast<RankedTensorType>(o.getInput().getType());
         if (t && t.getElementType().isF32())
-          return call("identity", "ff", {in(0), res(0)});
+          return call(Fn::identity, {in(0), res(0)});
         if (t && t.getElementType().isInteger(64))
-          return call("identity_i64", "ll", {in(0), res(0)});
+          return call(Fn::identity_i64, {in(0), res(0)});
         return o.emitError("comet-lower-to-runtime: Identity of ")
                << o.getInput().getType() << " is not supported";
       })
       .Case<AddOp>([&](AddOp) {
-        return call("add", "fff", {in(0), in(1), res(0)});
+        return call(Fn::add, {in(0), in(1), res(0)});
       })
       .Case<SumOp>([&](SumOp o) -> LogicalResult {
         unsigned n = o.getNumOperands();
         if (n == 1)
-          return call("identity", "ff", {in(0), res(0)});
+          return call(Fn::identity, {in(0), res(0)});
         // Pairwise into the output: y = x0 + x1, then y = y + xi (the glue
         // kernel reads each element before writing it).
-        if (failed(call("add", "fff", {in(0), in(1), res(0)})))
+        if (failed(call(Fn::add, {in(0), in(1), res(0)})))
           return failure();
         for (unsigned i = 2; i < n; ++i)
-          if (failed(call("add", "fff", {res(0), in(i), res(0)})))
+          if (failed(call(Fn::add, {res(0), in(i), res(0)})))
             return failure();
         return success();
       })
       .Case<ExpandOp>([&](ExpandOp) {
-        return call("expand", "flf", {in(0), in(1), res(0)});
+        return call(Fn::expand, {in(0), in(1), res(0)});
       })
       .Case<ReduceSumOp>([&](ReduceSumOp o) {
-        return call("reduce_sum", "flfII",
-                    {in(0), in(1), res(0), i64c(o.getKeepdims()),
+        return call(Fn::reduce_sum, {in(0), in(1), res(0), i64c(o.getKeepdims()),
                      i64c(o.getNoopWithEmptyAxes())});
       })
       .Case<ScaleOp>([&](ScaleOp o) {
-        return call("scale", "fffI",
-                    {in(0), in(1), res(0), i64c(o.getScaleDown())});
+        return call(Fn::scale, {in(0), in(1), res(0), i64c(o.getScaleDown())});
       })
       .Case<InPlaceAccumulatorV2Op>([&](InPlaceAccumulatorV2Op) {
-        return call("inplace_accumulator_v2", "ffbbf",
-                    {in(0), in(1), in(2), res(0), res(1)});
+        return call(Fn::inplace_accumulator_v2, {in(0), in(1), in(2), res(0), res(1)});
       })
       .Case<CompressOp>([&](CompressOp o) -> LogicalResult {
         auto mt = cast<MemRefType>(operand(o.getInput()).getType());
@@ -637,23 +633,19 @@ LogicalResult FuncLowering::lower(Operation *op) {
           if (auto s = bound->getSlot())
             slot = *s;
         }
-        Value x = unranked(operand(o.getInput()), b.getF32Type());
-        auto fn = declare(
-            "comet_rt_compress",
-            b.getFunctionType({x.getType(), b.getI32Type(), b.getI64Type(),
-                               b.getF64Type(), b.getI64Type()},
-                              {b.getI64Type()}),
-            /*cInterface=*/true);
         if (slot >= 0 && o->hasAttr("comet.tune") &&
-            failed(call("slot_observe_act", "fII",
+            failed(call(Fn::slot_observe_act,
                         {operand(o.getInput()), i64c(slot), i64c(0)})))
           return failure();
         int64_t site = nextSite++;
-        Value h =
-            func::CallOp::create(b, loc(), fn,
-                                 ValueRange{x, i32c(rtCodec(o.getCodec())),
-                                            i64c(slot), f64c(eb), i64c(site)})
-                .getResult(0);
+        func::CallOp c = emitCall(
+            Fn::compress,
+            {operand(o.getInput()),
+             i32c(static_cast<int32_t>(o.getCodec())), i64c(slot), f64c(eb),
+             i64c(site)});
+        if (!c)
+          return failure();
+        Value h = c.getResult(0);
         if (checkErrors) {
           // A null handle is a failure; its message is in
           // comet_rt_handles_last_error().
@@ -677,14 +669,7 @@ LogicalResult FuncLowering::lower(Operation *op) {
           fusedHandle[o.getResult()] = h;
           return success();
         }
-        Value y = unranked(res(0), b.getF32Type());
-        auto fn = declare(
-            "comet_rt_decompress",
-            b.getFunctionType({b.getI64Type(), y.getType()}, {b.getI32Type()}),
-            /*cInterface=*/true);
-        check(
-            func::CallOp::create(b, loc(), fn, ValueRange{h, y}).getResult(0));
-        return success();
+        return call(Fn::decompress, {h, res(0)});
       })
       .Default([&](Operation *o) {
         return o->emitError("comet-lower-to-runtime: no runtime lowering for ")
@@ -701,8 +686,9 @@ LogicalResult FuncLowering::run() {
   if (!ret)
     return oldF.emitError("comet-lower-to-runtime: expected func.return");
 
-  // Signature: the arguments as memrefs, then one out memref per result.
-  SmallVector<Type> argTypes;
+  // Signature: the runtime context, the arguments as memrefs, then one out
+  // memref per result.
+  SmallVector<Type> argTypes = {rtabi::contextType(ctx)};
   for (Type t : oldF.getArgumentTypes()) {
     if (!isa<RankedTensorType>(t))
       return oldF.emitError("comet-lower-to-runtime: argument of type ")
@@ -721,27 +707,31 @@ LogicalResult FuncLowering::run() {
       FunctionType::get(ctx, argTypes, {b.getI32Type()}));
   newF.setVisibility(oldF.getVisibility());
   newF->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  // Argument i of the old function is argument i + 1 of the new one.
   unsigned nArgs = oldF.getNumArguments();
+  newF.setArgAttrs(0, b.getDictionaryAttr(
+                          b.getNamedAttr("comet.context", b.getUnitAttr())));
   for (unsigned i = 0; i < nArgs; ++i)
-    newF.setArgAttrs(i, oldF.getArgAttrDict(i));
+    newF.setArgAttrs(1 + i, oldF.getArgAttrDict(i));
   for (unsigned i = 0; i < oldF.getNumResults(); ++i) {
     SmallVector<NamedAttribute> attrs;
     if (DictionaryAttr d = oldF.getResultAttrDict(i))
       attrs.append(d.begin(), d.end());
     attrs.push_back(b.getNamedAttr("comet.result", b.getI64IntegerAttr(i)));
-    newF.setArgAttrs(nArgs + i, b.getDictionaryAttr(attrs));
+    newF.setArgAttrs(1 + nArgs + i, b.getDictionaryAttr(attrs));
   }
   Block *body = newF.addEntryBlock();
   b.setInsertionPointToStart(body);
+  ctxArg = body->getArgument(0);
   for (unsigned i = 0; i < nArgs; ++i)
-    buffers[entry.getArgument(i)] = body->getArgument(i);
+    buffers[entry.getArgument(i)] = body->getArgument(1 + i);
   // A value the function returns (once, and computed here) is written
   // straight into its out argument.
   DenseSet<Value> seen;
   for (auto [i, v] : llvm::enumerate(ret.getOperands()))
     if (seen.insert(v).second && !isa<BlockArgument>(v) &&
         isa<RankedTensorType>(v.getType())) {
-      buffers[v] = body->getArgument(nArgs + i);
+      buffers[v] = body->getArgument(1 + nArgs + i);
       inOutArg.insert(v);
     }
 
@@ -764,14 +754,10 @@ LogicalResult FuncLowering::run() {
       if (!owned.contains(v) || inOutArg.contains(v))
         continue;
       Value m = buffers.lookup(v);
-      if (isa<CompressedType>(v.getType())) {
-        auto fn = declare("comet_rt_handle_free",
-                          b.getFunctionType({b.getI64Type()}, {}),
-                          /*cInterface=*/false);
-        func::CallOp::create(b, loc(), fn, ValueRange{m});
-      } else {
-        memref::DeallocOp::create(b, loc(), m);
-      }
+      if (isa<CompressedType>(v.getType()))
+        emitCall(Fn::handle_free, {m});
+      else
+        emitCall(Fn::buffer_free, {rawBuffer.lookup(m)});
     }
   }
   curLoc = ret.getLoc();

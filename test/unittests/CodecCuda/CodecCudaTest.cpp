@@ -24,6 +24,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <dlfcn.h>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -560,12 +561,23 @@ TEST(CodecCudaRobustness, SpecificCorruptions) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Only the absence of a device skips: no GPU driver on the machine, or a
+  // driver that reports no device. Any other error (a broken driver, a
+  // device that cannot be used) fails with its message.
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
+  bool noDriver = e == cudaErrorInsufficientDriver &&
+                  !dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) &&
+                  !dlopen("libcuda.so.1", RTLD_NOW);
+  if ((e == cudaSuccess && count == 0) || e == cudaErrorNoDevice || noDriver) {
     std::printf("CometCodecCudaTests: no CUDA device (%s); skipping\n",
                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return 77; // SKIP_RETURN_CODE
+  }
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "CometCodecCudaTests: cudaGetDeviceCount: %s (%s)\n",
+                 cudaGetErrorString(e), cudaGetErrorName(e));
+    return 1;
   }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

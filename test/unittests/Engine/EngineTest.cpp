@@ -1,6 +1,6 @@
 //===- EngineTest.cpp - comet::Engine and the compressed-handle ABI -------===//
 #include "comet/Engine/Engine.h"
-#include "comet/Engine/Handles.h"
+#include "comet/runtime/handles.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/codec.h"
 #include "comet/runtime/exec.h"
@@ -48,20 +48,20 @@ void batch(int64_t n, std::vector<float> &x, std::vector<int64_t> &y,
 }
 
 TEST(Handles, SzRoundTripWithinTheSlotBound) {
-  comet_rt_slots_reset();
+  comet_rt_slots_reset(nullptr);
   std::vector<float> x(64 * 32), y(64 * 32, -1);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = std::sin(0.01f * i) * (i % 7 == 0 ? 0.0f : 1.0f);
   Desc dx(x.data(), 64, 32), dy(y.data(), 64, 32);
   // The slot's value wins over the compiled bound once defined.
-  ASSERT_EQ(comet_rt_slot_set_eb(3, 1e-2), 0);
-  int64_t h = _mlir_ciface_comet_rt_compress(&dx.m, COMET_RT_CODEC_SZ, 3, 1e-4,
+  ASSERT_EQ(comet_rt_slot_set_eb(nullptr, 3, 1e-2), 0);
+  int64_t h = _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, 3, 1e-4,
                                              /*site=*/0);
   ASSERT_NE(h, 0) << comet_rt_handles_last_error();
   comet_rt_alloc_stats s;
-  comet_rt_alloc_get_stats(&s);
+  comet_rt_alloc_get_stats(nullptr, &s);
   EXPECT_EQ(s.current[COMET_RT_MEM_COMPRESSED], comet_rt_handle_bytes(h));
-  ASSERT_EQ(_mlir_ciface_comet_rt_decompress(h, &dy.m), 0);
+  ASSERT_EQ(_mlir_ciface_comet_rt_decompress(nullptr, h, &dy.m), 0);
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_LE(std::fabs(x[i] - y[i]), 1e-2) << i;
     if (x[i] == 0) {
@@ -69,47 +69,47 @@ TEST(Handles, SzRoundTripWithinTheSlotBound) {
     }
   }
   comet_rt_site_stats st;
-  ASSERT_EQ(comet_rt_site_get_stats(0, &st), 0);
+  ASSERT_EQ(comet_rt_site_get_stats(nullptr, 0, &st), 0);
   EXPECT_EQ(st.calls, 1);
   EXPECT_EQ(st.slot, 3);
   EXPECT_DOUBLE_EQ(st.last_eb, 1e-2);
   EXPECT_EQ(st.last_bytes_in, int64_t(x.size() * 4));
-  comet_rt_handle_free(h);
-  comet_rt_alloc_get_stats(&s);
+  _mlir_ciface_comet_rt_handle_free(nullptr, h);
+  comet_rt_alloc_get_stats(nullptr, &s);
   EXPECT_EQ(s.current[COMET_RT_MEM_COMPRESSED], 0);
 }
 
 TEST(Handles, UndefinedSlotTakesTheCompiledBound) {
-  comet_rt_slots_reset();
+  comet_rt_slots_reset(nullptr);
   std::vector<float> x(128, 0.5f);
   Desc dx(x.data(), 2, 64);
   int64_t h =
-      _mlir_ciface_comet_rt_compress(&dx.m, COMET_RT_CODEC_SZ, 9, 2.5e-3, 0);
+      _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, 9, 2.5e-3, 0);
   ASSERT_NE(h, 0);
-  EXPECT_DOUBLE_EQ(comet_rt_slot_get_eb(9), 2.5e-3);
-  comet_rt_handle_free(h);
+  EXPECT_DOUBLE_EQ(comet_rt_slot_get_eb(nullptr, 9), 2.5e-3);
+  _mlir_ciface_comet_rt_handle_free(nullptr, h);
 }
 
 TEST(Handles, BadInputIsAnErrorNotACrash) {
-  comet_rt_slots_reset();
+  comet_rt_slots_reset(nullptr);
   std::vector<float> x(16, 1.0f), y(8);
   Desc dx(x.data(), 4, 4), dy(y.data(), 2, 4);
-  EXPECT_EQ(_mlir_ciface_comet_rt_compress(&dx.m, 7, -1, 0, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_compress(nullptr, &dx.m, 7, -1, 0, 0), 0);
   EXPECT_NE(std::string(comet_rt_handles_last_error()), "");
   EXPECT_EQ(
-      _mlir_ciface_comet_rt_compress(&dx.m, COMET_RT_CODEC_SZ, -1, -1.0, 0), 0);
+      _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, -1, -1.0, 0), 0);
   int64_t h =
-      _mlir_ciface_comet_rt_compress(&dx.m, COMET_RT_CODEC_MASK, -1, 0, 0);
+      _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_MASK, -1, 0, 0);
   ASSERT_NE(h, 0);
   // A destination of the wrong size is refused.
-  EXPECT_NE(_mlir_ciface_comet_rt_decompress(h, &dy.m), 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_decompress(0, &dy.m), 0);
-  comet_rt_handle_free(h);
+  EXPECT_NE(_mlir_ciface_comet_rt_decompress(nullptr, h, &dy.m), 0);
+  EXPECT_NE(_mlir_ciface_comet_rt_decompress(nullptr, 0, &dy.m), 0);
+  _mlir_ciface_comet_rt_handle_free(nullptr, h);
 }
 
 /// x > 0 decides; dY flows where it holds, NaN and infinities included.
 TEST(Handles, ReluGradFromMaskEqualsTheUnfusedPath) {
-  comet_rt_slots_reset();
+  comet_rt_slots_reset(nullptr);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   // 3 x 37: the last byte of the mask is partly used.
@@ -126,21 +126,21 @@ TEST(Handles, ReluGradFromMaskEqualsTheUnfusedPath) {
     }
     Desc mx(x.data(), rows, cols), mdy(dy.data(), rows, cols);
     int64_t h =
-        _mlir_ciface_comet_rt_compress(&mx.m, COMET_RT_CODEC_MASK, -1, 0, 0);
+        _mlir_ciface_comet_rt_compress(nullptr, &mx.m, COMET_RT_CODEC_MASK, -1, 0, 0);
     ASSERT_NE(h, 0) << comet_rt_handles_last_error();
 
     // Unfused: decompress to f32, then the ReluGrad kernel.
     std::vector<float> xd(n), ref(n, 7.0f), out(n, 7.0f);
     Desc mxd(xd.data(), rows, cols), mref(ref.data(), rows, cols),
         mout(out.data(), rows, cols);
-    ASSERT_EQ(_mlir_ciface_comet_rt_decompress(h, &mxd.m), 0);
-    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad(&mdy.m, &mxd.m, &mref.m), 0);
+    ASSERT_EQ(_mlir_ciface_comet_rt_decompress(nullptr, h, &mxd.m), 0);
+    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad(nullptr, &mdy.m, &mxd.m, &mref.m), 0);
 
     comet_rt_alloc_stats before, after;
-    comet_rt_alloc_get_stats(&before);
-    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(&mdy.m, h, &mout.m), 0)
+    comet_rt_alloc_get_stats(nullptr, &before);
+    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mout.m), 0)
         << comet_rt_handles_last_error();
-    comet_rt_alloc_get_stats(&after);
+    comet_rt_alloc_get_stats(nullptr, &after);
     EXPECT_EQ(after.num_allocs, before.num_allocs);
     // Bit for bit, so NaN payloads and signed zeros count.
     EXPECT_EQ(std::memcmp(out.data(), ref.data(), n * sizeof(float)), 0);
@@ -156,31 +156,31 @@ TEST(Handles, ReluGradFromMaskEqualsTheUnfusedPath) {
     // In place (dX aliasing dY) gives the same.
     std::vector<float> inplace = dy;
     Desc mip(inplace.data(), rows, cols);
-    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(&mip.m, h, &mip.m), 0);
+    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mip.m, h, &mip.m), 0);
     EXPECT_EQ(std::memcmp(inplace.data(), ref.data(), n * sizeof(float)), 0);
-    comet_rt_handle_free(h);
+    _mlir_ciface_comet_rt_handle_free(nullptr, h);
   }
 }
 
 TEST(Handles, ReluGradFromMaskRefusesBadInput) {
-  comet_rt_slots_reset();
+  comet_rt_slots_reset(nullptr);
   std::vector<float> x(16, 1.0f), dy(16, 1.0f), dx(16), small(8);
   Desc mx(x.data(), 4, 4), mdy(dy.data(), 4, 4), mdx(dx.data(), 4, 4),
       mflat(dx.data(), 2, 8), msmall(small.data(), 2, 4);
   int64_t sz =
-      _mlir_ciface_comet_rt_compress(&mx.m, COMET_RT_CODEC_SZ, -1, 1e-3, 0);
+      _mlir_ciface_comet_rt_compress(nullptr, &mx.m, COMET_RT_CODEC_SZ, -1, 1e-3, 0);
   ASSERT_NE(sz, 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(&mdy.m, sz, &mdx.m), 0);
+  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, sz, &mdx.m), 0);
   EXPECT_NE(std::string(comet_rt_handles_last_error()), "");
-  comet_rt_handle_free(sz);
+  _mlir_ciface_comet_rt_handle_free(nullptr, sz);
   int64_t h =
-      _mlir_ciface_comet_rt_compress(&mx.m, COMET_RT_CODEC_MASK, -1, 0, 1);
+      _mlir_ciface_comet_rt_compress(nullptr, &mx.m, COMET_RT_CODEC_MASK, -1, 0, 1);
   ASSERT_NE(h, 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(&mdy.m, h, &msmall.m), 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(&mdy.m, h, &mflat.m), 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(&mdy.m, 0, &mdx.m), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(&mdy.m, h, &mdx.m), 0);
-  comet_rt_handle_free(h);
+  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &msmall.m), 0);
+  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mflat.m), 0);
+  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, 0, &mdx.m), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mdx.m), 0);
+  _mlir_ciface_comet_rt_handle_free(nullptr, h);
 }
 
 TEST(Engine, LoadErrorsNameTheFile) {
@@ -191,7 +191,7 @@ TEST(Engine, LoadErrorsNameTheFile) {
 }
 
 TEST(Engine, TrainsLeNetAndAccountsExactly) {
-  comet_rt_slots_reset(); // sites and slots are process-wide
+  // A fresh Engine has its own runtime context: no reset needed.
   auto e = comet::Engine::load(fixture("lenet"));
   ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
   comet::Engine &engine = **e;

@@ -74,8 +74,7 @@ TEST(Conv, MatchesNaiveLoopsWithPadsStridesDilationsGroups) {
   for (auto &c : cases) {
     F x = randomF(c.x, seed++), w = randomF(c.w, seed++),
       b = randomF({c.w[0]}, seed++), y(c.y), nb = none();
-    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(
-        &x, &w, c.bias ? &b : &nb, &y, c.p.sH, c.p.sW, c.p.pT, c.p.pL, c.p.pB,
+    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, c.bias ? &b : &nb, &y, c.p.sH, c.p.sW, c.p.pT, c.p.pL, c.p.pB,
         c.p.pR, c.p.dH, c.p.dW, c.p.g));
     expectNear(y.v,
                naiveConv(x, w, c.bias ? std::addressof(b) : nullptr, c.y, c.p),
@@ -87,21 +86,21 @@ TEST(Conv, RejectsWrongOutputShapeAndCachesPrimitives) {
   F x = randomF({1, 2, 5, 5}, 3), w = randomF({2, 2, 3, 3}, 4), b = none();
   F bad({1, 2, 5, 5});
   EXPECT_EQ(
-      _mlir_ciface_comet_rt_conv2d(&x, &w, &b, &bad, 1, 1, 0, 0, 0, 0, 1, 1, 1),
+      _mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &bad, 1, 1, 0, 0, 0, 0, 1, 1, 1),
       COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(comet_rt_last_error()).find("expected [1x2x3x3]"),
             std::string::npos)
       << comet_rt_last_error();
   F y({1, 2, 3, 3});
   ASSERT_RT(
-      _mlir_ciface_comet_rt_conv2d(&x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1, 1, 1));
+      _mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1, 1, 1));
   int64_t cached = comet_rt_primitive_cache_size();
   comet_rt_alloc_stats before, after;
-  comet_rt_alloc_get_stats(&before);
+  comet_rt_alloc_get_stats(nullptr, &before);
   for (int i = 0; i < 3; ++i)
-    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(&x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1,
+    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1,
                                            1, 1));
-  comet_rt_alloc_get_stats(&after);
+  comet_rt_alloc_get_stats(nullptr, &after);
   EXPECT_EQ(comet_rt_primitive_cache_size(), cached);
   // Scratchpads are returned after each call.
   EXPECT_EQ(after.current[COMET_RT_MEM_WORKSPACE],
@@ -113,7 +112,7 @@ TEST(Conv, NonContiguousMemrefIsRejected) {
   F y({1, 1, 3, 3});
   x.words[3 + 4 + 3] = 2; // innermost stride 2
   EXPECT_EQ(
-      _mlir_ciface_comet_rt_conv2d(&x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1, 1, 1),
+      _mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1, 1, 1),
       COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(comet_rt_last_error()).find("contiguous"),
             std::string::npos);
@@ -146,7 +145,7 @@ TEST(ConvGrad, MatchesNaiveAdjoint) {
   F x = randomF({2, 3, 6, 5}, 7), w = randomF({4, 3, 3, 2}, 8);
   std::vector<int64_t> yd = {2, 4, 3, 5};
   F dy = randomF(yd, 9), dx(x.dims), dw(w.dims), db({4});
-  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(&dy, &x, &w, &dx, &dw, &db, p.sH,
+  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &dy, &x, &w, &dx, &dw, &db, p.sH,
                                               p.sW, p.pT, p.pL, p.pB, p.pR,
                                               p.dH, p.dW, p.g));
   // Check against the forward reference: <dY, conv(e_k)> for unit vectors.
@@ -177,7 +176,7 @@ TEST(ConvGrad, MatchesNaiveAdjoint) {
 
   // Absent outputs are skipped (LeNet's first ConvGrad has no dX).
   F n = none(), dw2(w.dims);
-  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(&dy, &x, &w, &n, &dw2, &n, p.sH,
+  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &dy, &x, &w, &n, &dw2, &n, p.sH,
                                               p.sW, p.pT, p.pL, p.pB, p.pR,
                                               p.dH, p.dW, p.g));
   expectNear(dw2.v, wantDw, 1e-5, "dW only");
@@ -219,7 +218,7 @@ TEST(Gemm, AllTransposesAlphaBetaAndBroadcastC) {
                       seed++);
         F c = randomF(cd, seed++), y({M, N});
         ASSERT_RT(
-            _mlir_ciface_comet_rt_gemm(&a, &b, &c, &y, 0.5f, -2.0f, ta, tb));
+            _mlir_ciface_comet_rt_gemm(nullptr, &a, &b, &c, &y, 0.5f, -2.0f, ta, tb));
         expectNear(
             y.v,
             naiveGemm(a, b, std::addressof(c), M, N, K, ta, tb, 0.5f, -2.0f),
@@ -227,16 +226,16 @@ TEST(Gemm, AllTransposesAlphaBetaAndBroadcastC) {
       }
   // No C, beta 0 (the backward Gemms of the training graphs).
   F a = randomF({K, M}, 90), b = randomF({K, N}, 91), n = none(), y({M, N});
-  ASSERT_RT(_mlir_ciface_comet_rt_gemm(&a, &b, &n, &y, 1.0f, 0.0f, 1, 0));
+  ASSERT_RT(_mlir_ciface_comet_rt_gemm(nullptr, &a, &b, &n, &y, 1.0f, 0.0f, 1, 0));
   expectNear(y.v, naiveGemm(a, b, nullptr, M, N, K, true, false, 1, 0), 1e-5);
   F bad({M, N + 1});
-  EXPECT_EQ(_mlir_ciface_comet_rt_gemm(&a, &b, &n, &bad, 1, 0, 1, 0),
+  EXPECT_EQ(_mlir_ciface_comet_rt_gemm(nullptr, &a, &b, &n, &bad, 1, 0, 1, 0),
             COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(MatMul, BatchedWithBroadcastAndVectors) {
   F a = randomF({2, 1, 3, 4}, 30), b = randomF({3, 4, 5}, 31), y({2, 3, 3, 5});
-  ASSERT_RT(_mlir_ciface_comet_rt_matmul(&a, &b, &y));
+  ASSERT_RT(_mlir_ciface_comet_rt_matmul(nullptr, &a, &b, &y));
   std::vector<double> want(y.size());
   for (int64_t i = 0; i < 2; ++i)
     for (int64_t j = 0; j < 3; ++j)
@@ -249,7 +248,7 @@ TEST(MatMul, BatchedWithBroadcastAndVectors) {
         }
   expectNear(y.v, want, 1e-5, "matmul");
   F v = randomF({4}, 32), m = randomF({4, 2}, 33), vy({2});
-  ASSERT_RT(_mlir_ciface_comet_rt_matmul(&v, &m, &vy));
+  ASSERT_RT(_mlir_ciface_comet_rt_matmul(nullptr, &v, &m, &vy));
   expectNear(vy.v,
              {v[0] * m[0] + (double)v[1] * m[2] + v[2] * m[4] + v[3] * m[6],
               v[0] * m[1] + (double)v[1] * m[3] + v[2] * m[5] + v[3] * m[7]},
@@ -262,8 +261,7 @@ TEST(BatchNorm, TrainingStatisticsAndRunningUpdate) {
     bi = randomF({C}, 42), im = randomF({C}, 43), iv = randomF({C}, 44, 0.5, 2);
   F y(x.dims), rm({C}), rv({C}), sm({C}), si({C});
   float eps = 1e-5f, mom = 0.9f;
-  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_internal(
-      &x, &sc, &bi, &im, &iv, &y, &rm, &rv, &sm, &si, eps, mom, 1));
+  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_internal(nullptr, &x, &sc, &bi, &im, &iv, &y, &rm, &rv, &sm, &si, eps, mom, 1));
   std::vector<double> wantY(x.size());
   for (int64_t c = 0; c < C; ++c) {
     double mean = 0, var = 0;
@@ -289,8 +287,7 @@ TEST(BatchNorm, TrainingStatisticsAndRunningUpdate) {
 
   // Inference mode uses the given statistics.
   F y2(x.dims), n0 = none();
-  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_internal(
-      &x, &sc, &bi, &im, &iv, &y2, &n0, &n0, &n0, &n0, eps, mom, 0));
+  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_internal(nullptr, &x, &sc, &bi, &im, &iv, &y2, &n0, &n0, &n0, &n0, eps, mom, 0));
   for (int64_t k = 0; k < x.size(); ++k) {
     int64_t c = (k / HW) % C;
     ASSERT_NEAR(y2[k], (x[k] - im[c]) / std::sqrt(iv[c] + eps) * sc[c] + bi[c],
@@ -317,7 +314,7 @@ TEST(BatchNormGrad, MatchesClosedForm) {
     si[c] = (float)(1 / std::sqrt(var / M + eps));
   }
   F dx(x.dims), ds({C}), db({C});
-  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_grad(&dy, &x, &sc, &sm, &si, &dx,
+  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_grad(nullptr, &dy, &x, &sc, &sm, &si, &dx,
                                                   &ds, &db, eps));
   std::vector<double> wantDx(x.size()), wantDs(C), wantDb(C);
   for (int64_t c = 0; c < C; ++c) {
@@ -361,8 +358,7 @@ TEST(SoftmaxCrossEntropy, ReductionsWeightsIgnoreIndex) {
       for (int64_t red = 0; red < 3; ++red) {
         F loss(red == 0 ? std::vector<int64_t>{N} : std::vector<int64_t>{}),
             logp({N, C}), n0 = none();
-        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(
-            &s, &labels, weighted ? &w : &n0, &loss, &logp, red, 3, ignore));
+        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(nullptr, &s, &labels, weighted ? &w : &n0, &loss, &logp, red, 3, ignore));
         expectNear(logp.v, lp, 1e-6, "log_prob");
         std::vector<double> per(N), wi(N);
         double sum = 0, sumW = 0;
@@ -381,8 +377,7 @@ TEST(SoftmaxCrossEntropy, ReductionsWeightsIgnoreIndex) {
         // Gradient: (softmax - onehot) * w * dY [/ sum w].
         F dy = red == 0 ? randomF({N}, 62) : F({}, std::vector<float>{0.7f});
         F dx({N, C});
-        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(
-            &dy, &logp, &labels, weighted ? &w : &n0, &dx, red, 3, ignore));
+        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(nullptr, &dy, &logp, &labels, weighted ? &w : &n0, &dx, red, 3, ignore));
         std::vector<double> want(N * C);
         for (int64_t n = 0; n < N; ++n)
           for (int64_t c = 0; c < C; ++c) {
@@ -397,21 +392,19 @@ TEST(SoftmaxCrossEntropy, ReductionsWeightsIgnoreIndex) {
 
         // Without the log_prob output (a temporary holds it), the same loss.
         F loss2(loss.dims);
-        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(
-            &s, &labels, weighted ? &w : &n0, &loss2, &n0, red, 3, ignore));
+        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(nullptr, &s, &labels, weighted ? &w : &n0, &loss2, &n0, red, 3, ignore));
         EXPECT_EQ(loss2.v, loss.v);
       }
   I badLabels({N}, std::vector<int64_t>{0, 4, 1, 2, 3, 1});
   F loss({}), n0 = none();
-  EXPECT_EQ(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(
-                &s, &badLabels, &n0, &loss, &n0, 2, 0, 0),
+  EXPECT_EQ(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(nullptr, &s, &badLabels, &n0, &loss, &n0, 2, 0, 0),
             COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(Softmax, AlongAMiddleAxis) {
   F x = randomF({2, 3, 4}, 65, -4, 4), y(x.dims), ly(x.dims);
-  ASSERT_RT(_mlir_ciface_comet_rt_softmax(&x, &y, 1));
-  ASSERT_RT(_mlir_ciface_comet_rt_log_softmax(&x, &ly, -2));
+  ASSERT_RT(_mlir_ciface_comet_rt_softmax(nullptr, &x, &y, 1));
+  ASSERT_RT(_mlir_ciface_comet_rt_log_softmax(nullptr, &x, &ly, -2));
   std::vector<double> want(x.size()), lwant(x.size());
   for (int64_t a = 0; a < 2; ++a)
     for (int64_t c = 0; c < 4; ++c) {
@@ -435,7 +428,7 @@ TEST(MaxPool, ValuesAndOrtFlatIndices) {
     // kernel 3x2, stride 2x2, pads top 1 left 0 bottom 1 right 1.
     F y({N, C, 3, 3});
     I ind({N, C, 3, 3});
-    ASSERT_RT(_mlir_ciface_comet_rt_maxpool2d(&x, &y, &ind, 3, 2, 2, 2, 1, 0, 1,
+    ASSERT_RT(_mlir_ciface_comet_rt_maxpool2d(nullptr, &x, &y, &ind, 3, 2, 2, 2, 1, 0, 1,
                                               1, 1, 1, storage));
     for (int64_t p = 0; p < N * C; ++p)
       for (int64_t i = 0; i < 3; ++i)
@@ -462,61 +455,61 @@ TEST(MaxPool, ValuesAndOrtFlatIndices) {
   // MaxPoolGrad scatters dY to those flat indices, accumulating repeats.
   F y({N, C, 2, 3});
   I ind({N, C, 2, 3});
-  ASSERT_RT(_mlir_ciface_comet_rt_maxpool2d(&x, &y, &ind, 3, 3, 2, 2, 0, 0, 0,
+  ASSERT_RT(_mlir_ciface_comet_rt_maxpool2d(nullptr, &x, &y, &ind, 3, 3, 2, 2, 0, 0, 0,
                                             0, 1, 1, 0));
   F dy = randomF(y.dims, 71), dx(x.dims, 123.0f);
-  ASSERT_RT(_mlir_ciface_comet_rt_maxpool_grad(&dy, &ind, &dx));
+  ASSERT_RT(_mlir_ciface_comet_rt_maxpool_grad(nullptr, &dy, &ind, &dx));
   std::vector<double> want(x.size(), 0.0);
   for (int64_t i = 0; i < dy.size(); ++i)
     want[ind[i]] += dy[i];
   expectNear(dx.v, want, 1e-6, "maxpool grad");
   ind[0] = x.size(); // out of range
-  EXPECT_EQ(_mlir_ciface_comet_rt_maxpool_grad(&dy, &ind, &dx),
+  EXPECT_EQ(_mlir_ciface_comet_rt_maxpool_grad(nullptr, &dy, &ind, &dx),
             COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(Glue, ReluAddExpandScaleGapReduceShapes) {
   F x = randomF({2, 3, 2, 2}, 80), y(x.dims), dy = randomF(x.dims, 81),
     dx(x.dims);
-  ASSERT_RT(_mlir_ciface_comet_rt_relu(&x, &y));
-  ASSERT_RT(_mlir_ciface_comet_rt_relu_grad(&dy, &y, &dx));
+  ASSERT_RT(_mlir_ciface_comet_rt_relu(nullptr, &x, &y));
+  ASSERT_RT(_mlir_ciface_comet_rt_relu_grad(nullptr, &dy, &y, &dx));
   for (int64_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(y[i], x[i] > 0 ? x[i] : 0.0f);
     ASSERT_EQ(dx[i], x[i] > 0 ? dy[i] : 0.0f);
   }
   F b = randomF({3, 1, 2}, 82), s(x.dims);
-  ASSERT_RT(_mlir_ciface_comet_rt_add(&x, &b, &s));
+  ASSERT_RT(_mlir_ciface_comet_rt_add(nullptr, &x, &b, &s));
   for (int64_t i = 0; i < x.size(); ++i) {
     int64_t c = (i / 4) % 3, w = i % 2;
     ASSERT_FLOAT_EQ(s[i], x[i] + b[c * 2 + w]);
   }
   // Y must be the broadcast shape itself, not one that A and B fit into.
   F one({1}, 1.0f), three({3}), deepY({1, 2, 3, 2, 2});
-  EXPECT_EQ(_mlir_ciface_comet_rt_add(&one, &one, &three),
+  EXPECT_EQ(_mlir_ciface_comet_rt_add(nullptr, &one, &one, &three),
             COMET_RT_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(_mlir_ciface_comet_rt_add(&x, &b, &deepY),
+  EXPECT_EQ(_mlir_ciface_comet_rt_add(nullptr, &x, &b, &deepY),
             COMET_RT_ERROR_INVALID_ARGUMENT);
   F g({2, 3, 1, 1});
-  ASSERT_RT(_mlir_ciface_comet_rt_global_average_pool(&x, &g));
+  ASSERT_RT(_mlir_ciface_comet_rt_global_average_pool(nullptr, &x, &g));
   for (int64_t p = 0; p < 6; ++p)
     ASSERT_NEAR(g[p],
                 (x[4 * p] + x[4 * p + 1] + x[4 * p + 2] + x[4 * p + 3]) / 4,
                 1e-6);
   I shape({4});
-  ASSERT_RT(_mlir_ciface_comet_rt_shape(&x, &shape, 0,
+  ASSERT_RT(_mlir_ciface_comet_rt_shape(nullptr, &x, &shape, 0,
                                         std::numeric_limits<int64_t>::max()));
   EXPECT_EQ(shape.v, (std::vector<int64_t>{2, 3, 2, 2}));
   F e({2, 3, 2, 2}), factor({1}, std::vector<float>{4.0f}), sd(g.dims);
-  ASSERT_RT(_mlir_ciface_comet_rt_scale(&g, &factor, &sd, 1));
-  ASSERT_RT(_mlir_ciface_comet_rt_expand(&sd, &shape, &e));
+  ASSERT_RT(_mlir_ciface_comet_rt_scale(nullptr, &g, &factor, &sd, 1));
+  ASSERT_RT(_mlir_ciface_comet_rt_expand(nullptr, &sd, &shape, &e));
   for (int64_t i = 0; i < e.size(); ++i)
     ASSERT_FLOAT_EQ(e[i], g[i / 4] / 4.0f);
   // ReduceSum over axis 0 without keepdims (Gemm bias gradients) and over
   // {-1, 1} with keepdims.
   I ax0({1}, std::vector<int64_t>{0}), ax2({2}, std::vector<int64_t>{-1, 1});
   F r0({3, 2, 2}), r1({2, 1, 2, 1});
-  ASSERT_RT(_mlir_ciface_comet_rt_reduce_sum(&x, &ax0, &r0, 0, 0));
-  ASSERT_RT(_mlir_ciface_comet_rt_reduce_sum(&x, &ax2, &r1, 1, 0));
+  ASSERT_RT(_mlir_ciface_comet_rt_reduce_sum(nullptr, &x, &ax0, &r0, 0, 0));
+  ASSERT_RT(_mlir_ciface_comet_rt_reduce_sum(nullptr, &x, &ax2, &r1, 1, 0));
   for (int64_t i = 0; i < 12; ++i)
     ASSERT_NEAR(r0[i], x[i] + x[i + 12], 1e-6);
   for (int64_t n = 0; n < 2; ++n)
@@ -529,29 +522,29 @@ TEST(Glue, ReluAddExpandScaleGapReduceShapes) {
     }
   F all({}), n0 = none();
   I empty({0});
-  ASSERT_RT(_mlir_ciface_comet_rt_reduce_sum(&x, &empty, &all, 0, 0));
+  ASSERT_RT(_mlir_ciface_comet_rt_reduce_sum(nullptr, &x, &empty, &all, 0, 0));
   double total = 0;
   for (float v : x.v)
     total += v;
   EXPECT_NEAR(all[0], total, 1e-5);
   F flat({2, 12}), back(x.dims);
   I rs({4}, std::vector<int64_t>{0, -1, 2, 2});
-  ASSERT_RT(_mlir_ciface_comet_rt_flatten(&x, &flat, 1));
-  ASSERT_RT(_mlir_ciface_comet_rt_reshape(&flat, &rs, &back, 0));
+  ASSERT_RT(_mlir_ciface_comet_rt_flatten(nullptr, &x, &flat, 1));
+  ASSERT_RT(_mlir_ciface_comet_rt_reshape(nullptr, &flat, &rs, &back, 0));
   EXPECT_EQ(back.v, x.v);
   F copy({24});
-  ASSERT_RT(_mlir_ciface_comet_rt_identity(&x, &copy));
+  ASSERT_RT(_mlir_ciface_comet_rt_identity(nullptr, &x, &copy));
   EXPECT_EQ(copy.v, x.v);
   I copyI({4});
-  ASSERT_RT(_mlir_ciface_comet_rt_identity_i64(&shape, &copyI));
+  ASSERT_RT(_mlir_ciface_comet_rt_identity_i64(nullptr, &shape, &copyI));
   EXPECT_EQ(copyI.v, shape.v);
-  EXPECT_EQ(_mlir_ciface_comet_rt_identity(&x, &r0),
+  EXPECT_EQ(_mlir_ciface_comet_rt_identity(nullptr, &x, &r0),
             COMET_RT_ERROR_INVALID_ARGUMENT);
   F wrong({2, 3, 4});
-  EXPECT_EQ(_mlir_ciface_comet_rt_reshape(&flat, &rs, &wrong, 0),
+  EXPECT_EQ(_mlir_ciface_comet_rt_reshape(nullptr, &flat, &rs, &wrong, 0),
             COMET_RT_ERROR_INVALID_ARGUMENT);
   F st({2});
-  ASSERT_RT(_mlir_ciface_comet_rt_abs_mean_and_density(&y, &st));
+  ASSERT_RT(_mlir_ciface_comet_rt_abs_mean_and_density(nullptr, &y, &st));
   double am = 0, nz = 0;
   for (float v : y.v) {
     am += std::fabs(v);
@@ -567,11 +560,11 @@ TEST(Accumulator, AddsOrOverwritesInPlace) {
   B ow({1}, std::vector<uint8_t>{0}), upd({1}, std::vector<uint8_t>{0});
   F n0 = none();
   ASSERT_RT(
-      _mlir_ciface_comet_rt_inplace_accumulator_v2(&buf, &val, &ow, &upd, &n0));
+      _mlir_ciface_comet_rt_inplace_accumulator_v2(nullptr, &buf, &val, &ow, &upd, &n0));
   EXPECT_EQ(buf.v, (std::vector<float>{11, 22, 33, 44}));
   EXPECT_EQ(upd[0], 1);
   ow[0] = 1;
-  ASSERT_RT(_mlir_ciface_comet_rt_inplace_accumulator_v2(&buf, &val, &ow, &upd,
+  ASSERT_RT(_mlir_ciface_comet_rt_inplace_accumulator_v2(nullptr, &buf, &val, &ow, &upd,
                                                          &buf));
   EXPECT_EQ(buf.v, val.v);
 }
@@ -588,7 +581,7 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
       I step({1}, std::vector<int64_t>{3});
       B flag({1}), n0({0});
       float a = 0.9f, b = 0.999f, eps = 1e-6f, wd = 0.05f;
-      ASSERT_RT(_mlir_ciface_comet_rt_adamw(&lr, &step, &w, &g, &m1, &m2, &n0,
+      ASSERT_RT(_mlir_ciface_comet_rt_adamw(nullptr, &lr, &step, &w, &g, &m1, &m2, &n0,
                                             &flag, a, b, eps, wd, mode,
                                             correct));
       EXPECT_EQ(flag[0], 1);
@@ -613,7 +606,7 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
       // update_signal false: nothing moves.
       B off({1}, std::vector<uint8_t>{0});
       F w1 = w;
-      ASSERT_RT(_mlir_ciface_comet_rt_adamw(&lr, &step, &w, &g, &m1, &m2, &off,
+      ASSERT_RT(_mlir_ciface_comet_rt_adamw(nullptr, &lr, &step, &w, &g, &m1, &m2, &off,
                                             &flag, a, b, eps, wd, mode,
                                             correct));
       EXPECT_EQ(w.v, w1.v);
@@ -623,14 +616,14 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
     lr({1}, std::vector<float>{0.1f});
   F w0 = w;
   B n0({0});
-  ASSERT_RT(_mlir_ciface_comet_rt_sgd_v2(&lr, &w, &g, &n0, &n0));
+  ASSERT_RT(_mlir_ciface_comet_rt_sgd_v2(nullptr, &lr, &w, &g, &n0, &n0));
   for (int i = 0; i < 6; ++i)
     EXPECT_FLOAT_EQ(w[i], w0[i] - 0.1f * g[i]);
   w = w0;
   // Two momentum steps: v1 = g', v2 = mu v1 + g'.
   for (int step = 0; step < 2; ++step)
     ASSERT_RT(
-        _mlir_ciface_comet_rt_sgd_momentum(&lr, &w, &g, &v, 0.9f, 0.0f, 0));
+        _mlir_ciface_comet_rt_sgd_momentum(nullptr, &lr, &w, &g, &v, 0.9f, 0.0f, 0));
   for (int i = 0; i < 6; ++i) {
     EXPECT_NEAR(v[i], 1.9 * g[i], 1e-6);
     EXPECT_NEAR(w[i], w0[i] - 0.1 * g[i] - 0.1 * 1.9 * g[i], 1e-6);

@@ -1,5 +1,5 @@
 //===- SlotStatsTest.cpp - The per-slot statistics ABI --------------------===//
-#include "comet/Tuner/SlotStats.h"
+#include "comet/runtime/slot_stats.h"
 
 #include "gtest/gtest.h"
 
@@ -40,33 +40,33 @@ struct MemrefND {
 } // namespace
 
 TEST(SlotStats, NoOpWhenOffThenSums) {
-  comet_rt_slot_stats_enable(0);
-  comet_rt_slot_observations_clear();
+  comet_rt_slot_stats_enable(nullptr, 0);
+  comet_rt_slot_observations_clear(nullptr);
   std::vector<float> x = {0, 1, -2, 0, 0, 3, 0, 0};
   std::vector<float> dy = {1, -1, 2, -2};
   Memref1D mx(x), mdy(dy);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 2, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 2, 0), 0);
   comet_rt_slot_observation o;
-  ASSERT_EQ(comet_rt_slot_get_observation(2, 0, &o), 0);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 2, 0, &o), 0);
   EXPECT_EQ(o.calls, 0);
 
-  comet_rt_slot_stats_enable(1);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 2, 0), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 2, 0), 0);
+  comet_rt_slot_stats_enable(nullptr, 1);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 2, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, 2, 0), 0);
   std::vector<float> inv = {0.5f, 3.0f, 2.0f};
   Memref1D mi(inv);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_max(&mi.m, 2, 1), 0);
-  comet_rt_slot_stats_enable(0);
-  ASSERT_EQ(comet_rt_slot_get_observation(2, 0, &o), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_max(nullptr, &mi.m, 2, 1), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 2, 0, &o), 0);
   EXPECT_EQ(o.act_elements, 8);
   EXPECT_EQ(o.act_nonzero, 3);
   EXPECT_EQ(o.grad_elements, 4);
   EXPECT_DOUBLE_EQ(o.grad_abs_sum, 6);
   EXPECT_DOUBLE_EQ(o.grad_sq_sum, 10);
-  ASSERT_EQ(comet_rt_slot_get_observation(2, 1, &o), 0);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 2, 1, &o), 0);
   EXPECT_DOUBLE_EQ(o.aux_max, 3);
-  comet_rt_slot_observations_clear();
-  ASSERT_EQ(comet_rt_slot_get_observation(2, 0, &o), 0);
+  comet_rt_slot_observations_clear(nullptr);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 2, 0, &o), 0);
   EXPECT_EQ(o.act_elements, 0);
   EXPECT_TRUE(std::isinf(o.aux_max));
 }
@@ -74,44 +74,44 @@ TEST(SlotStats, NoOpWhenOffThenSums) {
 TEST(SlotStats, RejectsBadArguments) {
   std::vector<float> x = {1, 2};
   Memref1D mx(x);
-  EXPECT_NE(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, -1, 0), 0);
-  comet_rt_slot_stats_enable(1);
-  EXPECT_NE(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, 0, 0), 0);
+  EXPECT_NE(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, -1, 0), 0);
+  comet_rt_slot_stats_enable(nullptr, 1);
+  EXPECT_NE(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, nullptr, 0, 0), 0);
   mx.desc[4] = 2; // non-contiguous stride
-  EXPECT_NE(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 0, 0), 0);
-  comet_rt_slot_stats_enable(0);
+  EXPECT_NE(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 0, 0), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
   comet_rt_slot_observation o;
-  EXPECT_NE(comet_rt_slot_get_observation(0, -1, &o), 0);
+  EXPECT_NE(comet_rt_slot_get_observation(nullptr, 0, -1, &o), 0);
 }
 
 // By hand: X [2, 4] has non-zero fractions 1/4 (sample 0) and 3/4
 // (sample 1); dY [2, 2] has ||dY_0||^2 = 2 and ||dY_1||^2 = 4, so the
 // masked sum is 2/4 + 4*3/4 = 3.5 over 4 elements (R * sum dY^2 would be 3).
 TEST(SlotStats, MaskedMomentGemmPerSample) {
-  comet_rt_slot_observations_clear();
-  comet_rt_slot_stats_enable(1);
+  comet_rt_slot_observations_clear(nullptr);
+  comet_rt_slot_stats_enable(nullptr, 1);
   std::vector<float> x = {1, 0, 0, 0, 1, 2, 3, 0};
   std::vector<float> dy = {1, 1, 2, 0};
   MemrefND mx(x, {2, 4}), mdy(dy, {2, 2});
   // Before X is observed nothing is masked.
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 3, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, 3, 0), 0);
   comet_rt_slot_observation o;
-  ASSERT_EQ(comet_rt_slot_get_observation(3, 0, &o), 0);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 3, 0, &o), 0);
   EXPECT_EQ(o.grad_masked_elements, 0);
-  comet_rt_slot_observations_clear();
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 3, 0), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 3, 1), 0);
-  comet_rt_slot_stats_enable(0);
-  ASSERT_EQ(comet_rt_slot_get_observation(3, 1, &o), 0);
+  comet_rt_slot_observations_clear(nullptr);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 3, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, 3, 1), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 3, 1, &o), 0);
   EXPECT_EQ(o.grad_masked_elements, 4);
   EXPECT_DOUBLE_EQ(o.grad_masked_sq_sum, 3.5);
   EXPECT_DOUBLE_EQ(o.grad_sq_sum, 6);
   // A clear forgets X's mask too.
-  comet_rt_slot_observations_clear();
-  comet_rt_slot_stats_enable(1);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 3, 1), 0);
-  comet_rt_slot_stats_enable(0);
-  ASSERT_EQ(comet_rt_slot_get_observation(3, 1, &o), 0);
+  comet_rt_slot_observations_clear(nullptr);
+  comet_rt_slot_stats_enable(nullptr, 1);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, 3, 1), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 3, 1, &o), 0);
   EXPECT_EQ(o.grad_masked_elements, 0);
 }
 
@@ -121,8 +121,8 @@ TEST(SlotStats, MaskedMomentGemmPerSample) {
 // fractions at (0,0), (0,2), (2,0), (2,2) are 1, 1/2, 0, 1/2 and with
 // dY = 1, 2, 3, 4 the masked sum is 1 + 4/2 + 0 + 16/2 = 11.
 TEST(SlotStats, MaskedMomentConvStride) {
-  comet_rt_slot_observations_clear();
-  comet_rt_slot_stats_enable(1);
+  comet_rt_slot_observations_clear(nullptr);
+  comet_rt_slot_stats_enable(nullptr, 1);
   std::vector<float> x(32, 0.0f);
   x[0 * 16 + 0 * 4 + 0] = 1;
   x[0 * 16 + 2 * 4 + 2] = -1;
@@ -131,15 +131,15 @@ TEST(SlotStats, MaskedMomentConvStride) {
   x[1 * 16 + 1 * 4 + 1] = 5; // not at a sampled position
   std::vector<float> dy = {1, 2, 3, 4};
   MemrefND mx(x, {1, 2, 4, 4}), mdy(dy, {1, 1, 2, 2});
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, 4, 0), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, 4, 0), 0);
-  comet_rt_slot_stats_enable(0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 4, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, 4, 0), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
   comet_rt_slot_observation o;
-  ASSERT_EQ(comet_rt_slot_get_observation(4, 0, &o), 0);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 4, 0, &o), 0);
   EXPECT_EQ(o.act_nonzero, 5);
   EXPECT_EQ(o.grad_masked_elements, 4);
   EXPECT_DOUBLE_EQ(o.grad_masked_sq_sum, 11);
-  comet_rt_slot_observations_clear();
+  comet_rt_slot_observations_clear(nullptr);
 }
 
 /// Observes X then dY for `slot` (consumer 0) from a clear and returns the
@@ -147,15 +147,15 @@ TEST(SlotStats, MaskedMomentConvStride) {
 static comet_rt_slot_observation
 observe(std::vector<float> x, std::vector<int64_t> xShape,
         std::vector<float> dy, std::vector<int64_t> dyShape, int64_t slot) {
-  comet_rt_slot_observations_clear();
-  comet_rt_slot_stats_enable(1);
+  comet_rt_slot_observations_clear(nullptr);
+  comet_rt_slot_stats_enable(nullptr, 1);
   MemrefND mx(x, xShape), mdy(dy, dyShape);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(&mx.m, slot, 0), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(&mdy.m, slot, 0), 0);
-  comet_rt_slot_stats_enable(0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, slot, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, slot, 0), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
   comet_rt_slot_observation o;
-  EXPECT_EQ(comet_rt_slot_get_observation(slot, 0, &o), 0);
-  comet_rt_slot_observations_clear();
+  EXPECT_EQ(comet_rt_slot_get_observation(nullptr, slot, 0, &o), 0);
+  comet_rt_slot_observations_clear(nullptr);
   return o;
 }
 
@@ -197,16 +197,16 @@ TEST(SlotStats, CoherentExcessConv) {
 TEST(SlotStats, MomentsOffSkipsMaskAndGroups) {
   const std::vector<float> x = {2, 7, 2, 7, 2, 7, 2, 0};
   const std::vector<float> dy = {1, 2, 3, -1};
-  ASSERT_EQ(comet_rt_slot_set_moments(7, 0), 0);
+  ASSERT_EQ(comet_rt_slot_set_moments(nullptr, 7, 0), 0);
   comet_rt_slot_observation o = observe(x, {4, 2}, dy, {4, 1}, 7);
   EXPECT_EQ(o.act_nonzero, 7);
   EXPECT_EQ(o.grad_elements, 4);
   EXPECT_EQ(o.grad_masked_elements, 0);
   EXPECT_EQ(o.grad_coherent_pairs, 0);
-  ASSERT_EQ(comet_rt_slot_set_moments(7, 1), 0);
+  ASSERT_EQ(comet_rt_slot_set_moments(nullptr, 7, 1), 0);
   o = observe(x, {4, 2}, dy, {4, 1}, 7);
   EXPECT_EQ(o.grad_masked_elements, 4);
   EXPECT_EQ(o.grad_coherent_pairs, 2);
   EXPECT_DOUBLE_EQ(o.grad_coherent_sum, 10);
-  EXPECT_NE(comet_rt_slot_set_moments(-1, 0), 0);
+  EXPECT_NE(comet_rt_slot_set_moments(nullptr, -1, 0), 0);
 }

@@ -2,6 +2,8 @@
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/IR/CometOps.h"
 
+#include "comet/runtime/codec.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -11,6 +13,12 @@ using namespace comet;
 
 #include "comet/Dialect/Comet/IR/CometDialect.cpp.inc"
 #include "comet/Dialect/Comet/IR/CometEnums.cpp.inc"
+
+// The dialect's codec numbers are the runtime's, so the lowering passes them
+// through unchanged.
+static_assert(static_cast<int32_t>(comet::Codec::raw) == COMET_RT_CODEC_RAW);
+static_assert(static_cast<int32_t>(comet::Codec::sz) == COMET_RT_CODEC_SZ);
+static_assert(static_cast<int32_t>(comet::Codec::mask) == COMET_RT_CODEC_MASK);
 
 #define GET_ATTRDEF_CLASSES
 #include "comet/Dialect/Comet/IR/CometAttrs.cpp.inc"

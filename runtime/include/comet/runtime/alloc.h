@@ -1,7 +1,8 @@
 /*===- comet/runtime/alloc.h - Allocator with exact accounting -----------===*
  *
  * Every tensor of a COMET training step comes from comet_rt_alloc and is
- * counted in one category. The allocator keeps, per category, the bytes
+ * counted in one category of one runtime context (context.h); compiled code
+ * allocates through comet_rt_buffer_alloc (abi.def). The allocator keeps, per category, the bytes
  * live now and the most ever live at once, and the global peak: the largest
  * sum over all categories at one instant (not the sum of per-category
  * peaks). It is thread-safe; the global peak and its per-category breakdown
@@ -13,6 +14,7 @@
 #ifndef COMET_RUNTIME_ALLOC_H
 #define COMET_RUNTIME_ALLOC_H
 
+#include "comet/runtime/context.h"
 #include "comet/runtime/types.h"
 
 #ifdef __cplusplus
@@ -33,36 +35,29 @@ typedef enum comet_rt_alloc_category {
 /* Alignment of every block comet_rt_alloc returns. */
 #define COMET_RT_ALLOC_ALIGNMENT 64
 
-/* Allocates bytes (64-byte aligned, uninitialised) in category. bytes == 0
- * gives a valid unique pointer that counts 0 bytes. Returns NULL when out
- * of memory or for an unknown category. */
-COMET_RT_API void *comet_rt_alloc(size_t bytes, int32_t category);
+/* Allocates bytes (64-byte aligned, uninitialised) in category, counted by
+ * ctx (NULL: the default context). bytes == 0 gives a valid unique pointer
+ * that counts 0 bytes. Returns NULL when out of memory or for an unknown
+ * category. */
+COMET_RT_API void *comet_rt_alloc(comet_rt_context *ctx, size_t bytes,
+                                  int32_t category);
 
 /* Like comet_rt_alloc, but the memory is zeroed. */
-COMET_RT_API void *comet_rt_alloc_zeroed(size_t bytes, int32_t category);
+COMET_RT_API void *comet_rt_alloc_zeroed(comet_rt_context *ctx, size_t bytes,
+                                         int32_t category);
 
-/* Frees a block from comet_rt_alloc*; NULL is a no-op. */
+/* Frees a block from comet_rt_alloc*, crediting the context that counted
+ * it; NULL is a no-op. */
 COMET_RT_API void comet_rt_free(void *ptr);
 
-/* The requested size and the category of a live block. */
+/* The requested size and the category of a block (0 / -1 if not ours). */
 COMET_RT_API size_t comet_rt_alloc_size(const void *ptr);
 COMET_RT_API int32_t comet_rt_alloc_category_of(const void *ptr);
 
-/* Counts memory the runtime did not allocate (e.g. a buffer owned by a
- * library): delta bytes (negative to release) in category. */
-COMET_RT_API void comet_rt_alloc_track(int64_t delta, int32_t category);
-
-/* The category that the MLIR generic allocation hooks below use on the
- * calling thread (default COMET_RT_MEM_OTHER). Returns the previous one. */
-COMET_RT_API int32_t comet_rt_set_alloc_category(int32_t category);
-
-/* MLIR's generic allocation functions (finalize-memref-to-llvm with
- * use-generic-functions=1): memref.alloc/dealloc in JIT-compiled code come
- * here and are counted in the thread's current category. */
-COMET_RT_API void *_mlir_memref_to_llvm_alloc(size_t size);
-COMET_RT_API void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
-                                                      size_t size);
-COMET_RT_API void _mlir_memref_to_llvm_free(void *ptr);
+/* Counts delta bytes of memory not from comet_rt_alloc in category (e.g.
+ * memory a library holds on our behalf). */
+COMET_RT_API void comet_rt_alloc_track(comet_rt_context *ctx, int64_t delta,
+                                       int32_t category);
 
 typedef struct comet_rt_alloc_stats {
   int64_t current[COMET_RT_MEM_NUM_CATEGORIES];
@@ -74,13 +69,27 @@ typedef struct comet_rt_alloc_stats {
   int64_t num_allocs; /* comet_rt_alloc calls since the last reset */
   int64_t num_frees;
   int64_t live_blocks;
+  /* Graph tensors: every category but workspace (kernel scratchpads are not
+   * graph values), what the liveness analysis predicts. */
+  int64_t tensor_current;
+  int64_t tensor_peak;
 } comet_rt_alloc_stats;
 
-COMET_RT_API void comet_rt_alloc_get_stats(comet_rt_alloc_stats *stats);
+COMET_RT_API void comet_rt_alloc_get_stats(comet_rt_context *ctx,
+                                           comet_rt_alloc_stats *stats);
 
 /* Resets the peaks to the current values and the call counters to zero;
  * live blocks and current bytes are kept. */
-COMET_RT_API void comet_rt_alloc_reset_peaks(void);
+COMET_RT_API void comet_rt_alloc_reset_peaks(comet_rt_context *ctx);
+
+/* Timeline recording: while on, every allocation and free of a graph tensor
+ * appends tensor_current to the context's timeline (which turning it on
+ * restarts with the current value). comet_rt_alloc_timeline copies up to
+ * capacity samples to out and returns how many there are. */
+COMET_RT_API void comet_rt_alloc_record_timeline(comet_rt_context *ctx,
+                                                 int32_t on);
+COMET_RT_API int64_t comet_rt_alloc_timeline(comet_rt_context *ctx,
+                                             int64_t *out, int64_t capacity);
 
 /* "params", "grads", "optimizer_state", "activations", "compressed",
  * "workspace", "other"; "unknown" for anything else. */

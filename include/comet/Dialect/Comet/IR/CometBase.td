@@ -26,9 +26,11 @@ def Comet_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
 }
 
-def Comet_CodecSz : I32EnumAttrCase<"sz", 0>;
-def Comet_CodecMask : I32EnumAttrCase<"mask", 1>;
-def Comet_CodecRaw : I32EnumAttrCase<"raw", 2>;
+// The runtime's numbering (comet_rt_codec in comet/runtime/codec.h);
+// CometDialect.cpp checks it with static_asserts.
+def Comet_CodecRaw : I32EnumAttrCase<"raw", 0>;
+def Comet_CodecSz : I32EnumAttrCase<"sz", 1>;
+def Comet_CodecMask : I32EnumAttrCase<"mask", 2>;
 def Comet_Codec : I32EnumAttr<"Codec", "activation codec", [
     Comet_CodecSz, Comet_CodecMask, Comet_CodecRaw]> {
   let cppNamespace = "::comet";

@@ -1,10 +1,11 @@
 //===- SlotStats.cpp - Per-slot training statistics, C ABI ----------------===//
 //
-// comet/Tuner/SlotStats.h. Reductions run where the data is (OpenMP over
+// comet/runtime/slot_stats.h. Reductions run where the data is (OpenMP over
 // the CPU tensor); the table keeps a few sums per (slot, consumer).
 //
 //===----------------------------------------------------------------------===//
-#include "comet/Tuner/SlotStats.h"
+#include "comet/runtime/slot_stats.h"
+#include "Context.h"
 
 #include <algorithm>
 #include <atomic>
@@ -20,7 +21,6 @@
 
 namespace {
 
-std::atomic<int32_t> enabled{0};
 
 /// Where X was non-zero (observe_act), for observe_grad's masked moment.
 struct ActMask {
@@ -160,7 +160,9 @@ void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
   pairs += o * c;
 }
 
+/// One context's observations.
 struct Table {
+  std::atomic<int32_t> enabled{0};
   std::mutex mu;
   std::map<std::pair<int64_t, int64_t>, comet_rt_slot_observation> obs;
   std::map<int64_t, std::shared_ptr<const ActMask>> masks;
@@ -168,9 +170,8 @@ struct Table {
   std::set<int64_t> noMoments;
 };
 
-Table &table() {
-  static Table t;
-  return t;
+Table &table(comet_rt_context *ctx) {
+  return comet::rt::resolve(ctx)->state<Table>();
 }
 
 comet_rt_slot_observation empty() {
@@ -198,8 +199,9 @@ bool validKey(int64_t slot, int64_t consumer) {
   return slot >= 0 && slot < kMaxSlot && consumer >= 0 && consumer < 1024;
 }
 
-template <typename Fn> int32_t update(int64_t slot, int64_t consumer, Fn fn) {
-  Table &t = table();
+template <typename Fn>
+int32_t update(comet_rt_context *ctx, int64_t slot, int64_t consumer, Fn fn) {
+  Table &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   auto it = t.obs.find({slot, consumer});
   if (it == t.obs.end())
@@ -213,19 +215,19 @@ template <typename Fn> int32_t update(int64_t slot, int64_t consumer, Fn fn) {
 
 extern "C" {
 
-void comet_rt_slot_stats_enable(int32_t on) {
-  enabled.store(on ? 1 : 0, std::memory_order_relaxed);
+void comet_rt_slot_stats_enable(comet_rt_context *ctx, int32_t on) {
+  table(ctx).enabled.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
-int32_t comet_rt_slot_stats_enabled(void) {
-  return enabled.load(std::memory_order_relaxed);
+int32_t comet_rt_slot_stats_enabled(comet_rt_context *ctx) {
+  return table(ctx).enabled.load(std::memory_order_relaxed);
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_memref *x, int64_t slot,
+int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_context *ctx, comet_rt_memref *x, int64_t slot,
                                                int64_t consumer) {
   if (!validKey(slot, consumer))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
-  if (!enabled.load(std::memory_order_relaxed))
+  if (!table(ctx).enabled.load(std::memory_order_relaxed))
     return COMET_RT_SUCCESS;
   const float *p;
   int64_t n;
@@ -234,7 +236,7 @@ int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_memref *x, int64_t slot,
     return COMET_RT_ERROR_INVALID_ARGUMENT;
   bool moments;
   {
-    Table &t = table();
+    Table &t = table(ctx);
     std::lock_guard<std::mutex> lock(t.mu);
     moments = !t.noMoments.count(slot);
   }
@@ -279,22 +281,22 @@ int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_memref *x, int64_t slot,
     mask->overall = n ? double(nz) / double(n) : 0;
     if ((shape.size() == 4 || shape.size() == 2) && shape[0] > 0 && n > 0)
       findGroups(p, shape[0], shape[1], n / (shape[0] * shape[1]), *mask);
-    Table &t = table();
+    Table &t = table(ctx);
     std::lock_guard<std::mutex> lock(t.mu);
     t.masks[slot] = std::move(mask);
   }
-  return update(slot, consumer, [&](comet_rt_slot_observation &o) {
+  return update(ctx, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.act_elements += n;
     o.act_nonzero += nz;
   });
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_memref *dy,
+int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx, comet_rt_memref *dy,
                                                 int64_t slot,
                                                 int64_t consumer) {
   if (!validKey(slot, consumer))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
-  if (!enabled.load(std::memory_order_relaxed))
+  if (!table(ctx).enabled.load(std::memory_order_relaxed))
     return COMET_RT_SUCCESS;
   const float *p;
   int64_t n;
@@ -310,7 +312,7 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_memref *dy,
   }
   std::shared_ptr<const ActMask> mask;
   {
-    Table &t = table();
+    Table &t = table(ctx);
     std::lock_guard<std::mutex> lock(t.mu);
     auto it = t.masks.find(slot);
     if (it != t.masks.end())
@@ -375,7 +377,7 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_memref *dy,
       msq = sq * mask->overall;
     }
   }
-  return update(slot, consumer, [&](comet_rt_slot_observation &o) {
+  return update(ctx, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.grad_elements += n;
     o.grad_abs_sum += sa;
     o.grad_sq_sum += sq;
@@ -386,11 +388,11 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_memref *dy,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_memref *t, int64_t slot,
+int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_context *ctx, comet_rt_memref *t, int64_t slot,
                                                int64_t consumer) {
   if (!validKey(slot, consumer))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
-  if (!enabled.load(std::memory_order_relaxed))
+  if (!table(ctx).enabled.load(std::memory_order_relaxed))
     return COMET_RT_SUCCESS;
   const float *p;
   int64_t n;
@@ -400,15 +402,16 @@ int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_memref *t, int64_t slot,
   for (int64_t i = 0; i < n; ++i)
     if (std::isfinite(p[i]) && p[i] > mx)
       mx = p[i];
-  return update(slot, consumer, [&](comet_rt_slot_observation &o) {
+  return update(ctx, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.aux_max = std::max(o.aux_max, mx);
   });
 }
 
-int32_t comet_rt_slot_set_moments(int64_t slot, int32_t on) {
+int32_t comet_rt_slot_set_moments(comet_rt_context *ctx, int64_t slot,
+                                  int32_t on) {
   if (!validKey(slot, 0))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
-  Table &t = table();
+  Table &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   if (on)
     t.noMoments.erase(slot);
@@ -417,19 +420,19 @@ int32_t comet_rt_slot_set_moments(int64_t slot, int32_t on) {
   return COMET_RT_SUCCESS;
 }
 
-int32_t comet_rt_slot_get_observation(int64_t slot, int64_t consumer,
+int32_t comet_rt_slot_get_observation(comet_rt_context *ctx, int64_t slot, int64_t consumer,
                                       comet_rt_slot_observation *out) {
   if (!out || !validKey(slot, consumer))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
-  Table &t = table();
+  Table &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   auto it = t.obs.find({slot, consumer});
   *out = it == t.obs.end() ? empty() : it->second;
   return COMET_RT_SUCCESS;
 }
 
-void comet_rt_slot_observations_clear(void) {
-  Table &t = table();
+void comet_rt_slot_observations_clear(comet_rt_context *ctx) {
+  Table &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   t.obs.clear();
   t.masks.clear();

@@ -1,4 +1,4 @@
-/*===- comet/Tuner/SlotStats.h - Per-slot training statistics, C ABI ------===*
+/*===- comet/runtime/slot_stats.h - Per-slot training statistics, C ABI ------===*
  *
  * What lowered code calls so that the bound tuner (comet/Tuner/Tuner.h) can
  * re-tune the slot of a lossy compressed activation from measurements.
@@ -17,13 +17,13 @@
  * slot. Weight gradients and optimizer state live in buffers the Engine
  * owns; the tuner reads them there (docs/tuning.md).
  *
- * Library: libCometTunerStats (lib/Tuner), no MLIR, on CometRuntime.
+ * Library: libCometRuntime (runtime/exec/SlotStats.cpp).
  *
  *===----------------------------------------------------------------------===*/
-#ifndef COMET_TUNER_SLOTSTATS_H
-#define COMET_TUNER_SLOTSTATS_H
+#ifndef COMET_RUNTIME_SLOT_STATS_H
+#define COMET_RUNTIME_SLOT_STATS_H
 
-#include "comet/runtime/types.h"
+#include "comet/runtime/abi.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,8 +52,8 @@ typedef struct comet_rt_slot_observation {
 } comet_rt_slot_observation;
 
 /* Turns collection on (non-zero) or off. Off by default. */
-COMET_RT_API void comet_rt_slot_stats_enable(int32_t on);
-COMET_RT_API int32_t comet_rt_slot_stats_enabled(void);
+COMET_RT_API void comet_rt_slot_stats_enable(comet_rt_context *ctx, int32_t on);
+COMET_RT_API int32_t comet_rt_slot_stats_enabled(comet_rt_context *ctx);
 
 /* observe_act also keeps, until the next clear, the non-zero fraction of X
  * per sample (dim 0) and, for a rank-4 X [B, C, H, W], per sample and
@@ -85,18 +85,11 @@ COMET_RT_API int32_t comet_rt_slot_stats_enabled(void);
  * one shared error adds to the variance of a dW element, in units of the
  * error's variance (docs/error-bounds.md, "Coherent errors"). */
 
-/* The observe calls: 0, or COMET_RT_ERROR_INVALID_ARGUMENT for a bad
- * memref or slot (also when collection is off, so the lowering's check
- * catches a bad call on every step). `consumer` is the index of the
- * consumer in the slot's comet.tune list (0 for observe_act). */
-COMET_RT_API int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_memref *x,
-                                                            int64_t slot,
-                                                            int64_t consumer);
-COMET_RT_API int32_t _mlir_ciface_comet_rt_slot_observe_grad(
-    comet_rt_memref *dy, int64_t slot, int64_t consumer);
-COMET_RT_API int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_memref *t,
-                                                            int64_t slot,
-                                                            int64_t consumer);
+/* The observe calls (slot_observe_act/grad/max of abi.def) return 0, or
+ * COMET_RT_ERROR_INVALID_ARGUMENT for a bad memref or slot (also when
+ * collection is off, so the lowering's check catches a bad call on every
+ * step). `consumer` is the index of the consumer in the slot's comet.tune
+ * list (0 for observe_act). */
 
 /* Whether observe_act keeps X's non-zero pattern and equal-value groups
  * for `slot`, i.e. whether observe_grad measures the masked moment and the
@@ -104,18 +97,19 @@ COMET_RT_API int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_memref *t,
  * Conv and Gemm consumers read them, so the tuner turns this off for slots
  * that only BatchNorm reads. Returns 0, or COMET_RT_ERROR_INVALID_ARGUMENT
  * for a bad slot. */
-COMET_RT_API int32_t comet_rt_slot_set_moments(int64_t slot, int32_t on);
+COMET_RT_API int32_t comet_rt_slot_set_moments(comet_rt_context *ctx,
+                                               int64_t slot, int32_t on);
 
 /* The sums of (slot, consumer); all zero (aux_max -inf) if none. Returns 0,
  * or COMET_RT_ERROR_INVALID_ARGUMENT for a negative slot or consumer. */
 COMET_RT_API int32_t comet_rt_slot_get_observation(
-    int64_t slot, int64_t consumer, comet_rt_slot_observation *out);
+    comet_rt_context *ctx, int64_t slot, int64_t consumer, comet_rt_slot_observation *out);
 
 /* Forgets every observation (collection stays as it is). */
-COMET_RT_API void comet_rt_slot_observations_clear(void);
+COMET_RT_API void comet_rt_slot_observations_clear(comet_rt_context *ctx);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* COMET_TUNER_SLOTSTATS_H */
+#endif /* COMET_RUNTIME_SLOT_STATS_H */

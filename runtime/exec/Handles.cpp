@@ -1,11 +1,12 @@
 //===- Handles.cpp - Compressed-activation handles and slots --------------===//
 //
-// The C ABI of comet/Engine/Handles.h: what comet.compress/decompress lower
+// The C ABI of comet/runtime/handles.h: what comet.compress/decompress lower
 // to. No MLIR or LLVM here, so JIT users outside the Engine (mlir-runner)
 // can load it as a shared library.
 //
 //===----------------------------------------------------------------------===//
-#include "comet/Engine/Handles.h"
+#include "comet/runtime/handles.h"
+#include "Context.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/codec.h"
 
@@ -40,9 +41,8 @@ struct SlotTable {
   std::vector<comet_rt_site_stats> sites;
 };
 
-SlotTable &table() {
-  static SlotTable t;
-  return t;
+SlotTable &table(comet_rt_context *ctx) {
+  return comet::rt::resolve(ctx)->state<SlotTable>();
 }
 
 /// Views an f32 unranked memref as a contiguous array.
@@ -70,7 +70,8 @@ extern "C" {
 
 const char *comet_rt_handles_last_error(void) { return lastError.c_str(); }
 
-int64_t _mlir_ciface_comet_rt_compress(comet_rt_memref *x, int32_t codec,
+int64_t _mlir_ciface_comet_rt_compress(comet_rt_context *ctx,
+                                       comet_rt_memref *x, int32_t codec,
                                        int64_t slot, double eb, int64_t site) {
   lastError.clear();
   float *data;
@@ -85,7 +86,7 @@ int64_t _mlir_ciface_comet_rt_compress(comet_rt_memref *x, int32_t codec,
     fail(COMET_RT_ERROR_INVALID_ARGUMENT, "comet_rt_compress: bad site");
     return 0;
   }
-  SlotTable &t = table();
+  SlotTable &t = table(ctx);
   int64_t prevOut = 0;
   {
     std::lock_guard<std::mutex> lock(t.mu);
@@ -121,7 +122,7 @@ int64_t _mlir_ciface_comet_rt_compress(comet_rt_memref *x, int32_t codec,
   comet_rt_status st = COMET_RT_ERR_BUFFER_TOO_SMALL;
   void *scratch = nullptr;
   for (size_t cap : {guess, worst}) {
-    scratch = comet_rt_alloc(cap, COMET_RT_MEM_WORKSPACE);
+    scratch = comet_rt_alloc(ctx, cap, COMET_RT_MEM_WORKSPACE);
     if (!scratch) {
       fail(COMET_RT_ERROR_OUT_OF_MEMORY, "comet_rt_compress: out of memory");
       return 0;
@@ -142,7 +143,7 @@ int64_t _mlir_ciface_comet_rt_compress(comet_rt_memref *x, int32_t codec,
   }
   size_t total = sizeof(HandleHeader) + outSize;
   auto *hdr = static_cast<HandleHeader *>(
-      comet_rt_alloc(total, COMET_RT_MEM_COMPRESSED));
+      comet_rt_alloc(ctx, total, COMET_RT_MEM_COMPRESSED));
   if (!hdr) {
     comet_rt_free(scratch);
     fail(COMET_RT_ERROR_OUT_OF_MEMORY, "comet_rt_compress: out of memory");
@@ -168,10 +169,12 @@ int64_t _mlir_ciface_comet_rt_compress(comet_rt_memref *x, int32_t codec,
     s.slot = codec == COMET_RT_CODEC_SZ ? slot : -1;
     s.last_eb = codec == COMET_RT_CODEC_SZ ? eb : 0.0;
   }
+  comet::rt::resolve(ctx)->trackStepBlock(hdr, /*isHandle=*/true);
   return static_cast<int64_t>(reinterpret_cast<intptr_t>(hdr));
 }
 
-int32_t _mlir_ciface_comet_rt_decompress(int64_t handle, comet_rt_memref *y) {
+int32_t _mlir_ciface_comet_rt_decompress(comet_rt_context *, int64_t handle,
+                                         comet_rt_memref *y) {
   lastError.clear();
   HandleHeader *hdr = fromHandle(handle);
   if (!hdr)
@@ -197,7 +200,8 @@ int32_t _mlir_ciface_comet_rt_decompress(int64_t handle, comet_rt_memref *y) {
   return COMET_RT_SUCCESS;
 }
 
-int32_t _mlir_ciface_comet_rt_relu_grad_mask(comet_rt_memref *dym,
+int32_t _mlir_ciface_comet_rt_relu_grad_mask(comet_rt_context *,
+                                             comet_rt_memref *dym,
                                              int64_t handle,
                                              comet_rt_memref *dxm) {
   lastError.clear();
@@ -240,8 +244,9 @@ int32_t _mlir_ciface_comet_rt_relu_grad_mask(comet_rt_memref *dym,
   return COMET_RT_SUCCESS;
 }
 
-void comet_rt_handle_free(int64_t handle) {
+void _mlir_ciface_comet_rt_handle_free(comet_rt_context *ctx, int64_t handle) {
   if (HandleHeader *hdr = fromHandle(handle)) {
+    comet::rt::resolve(ctx)->untrackStepBlock(hdr);
     hdr->magic = 0;
     comet_rt_free(hdr);
   }
@@ -253,19 +258,19 @@ int64_t comet_rt_handle_bytes(int64_t handle) {
              : 0;
 }
 
-double comet_rt_slot_get_eb(int64_t slot) {
-  SlotTable &t = table();
+double comet_rt_slot_get_eb(comet_rt_context *ctx, int64_t slot) {
+  SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   if (slot < 0 || static_cast<size_t>(slot) >= t.eb.size())
     return -1.0;
   return t.eb[slot];
 }
 
-int32_t comet_rt_slot_set_eb(int64_t slot, double eb) {
+int32_t comet_rt_slot_set_eb(comet_rt_context *ctx, int64_t slot, double eb) {
   if (slot < 0 || slot > (1 << 20) || !(eb > 0 && std::isfinite(eb)))
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
                 "comet_rt_slot_set_eb: bad slot or bound");
-  SlotTable &t = table();
+  SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   if (static_cast<size_t>(slot) >= t.eb.size())
     t.eb.resize(slot + 1, -1.0);
@@ -273,21 +278,22 @@ int32_t comet_rt_slot_set_eb(int64_t slot, double eb) {
   return COMET_RT_SUCCESS;
 }
 
-void comet_rt_slots_reset(void) {
-  SlotTable &t = table();
+void comet_rt_slots_reset(comet_rt_context *ctx) {
+  SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   t.eb.clear();
   t.sites.clear();
 }
 
-int64_t comet_rt_num_sites(void) {
-  SlotTable &t = table();
+int64_t comet_rt_num_sites(comet_rt_context *ctx) {
+  SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   return static_cast<int64_t>(t.sites.size());
 }
 
-int32_t comet_rt_site_get_stats(int64_t site, comet_rt_site_stats *out) {
-  SlotTable &t = table();
+int32_t comet_rt_site_get_stats(comet_rt_context *ctx, int64_t site,
+                                comet_rt_site_stats *out) {
+  SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   if (!out || site < 0 || static_cast<size_t>(site) >= t.sites.size())
     return COMET_RT_ERROR_INVALID_ARGUMENT;

@@ -1,0 +1,63 @@
+/*===- comet/runtime/abi.h - C prototypes of the runtime's interface ------===*
+ *
+ * Expands comet/runtime/abi.def, the one declaration of the functions that
+ * compiled training code calls, into C prototypes. The kinds of abi.def map
+ * to C types here; the same kinds map to MLIR types in the lowering.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef COMET_RUNTIME_ABI_H
+#define COMET_RUNTIME_ABI_H
+
+#include "comet/runtime/context.h"
+#include "comet/runtime/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ONNX reduction attribute values of SoftmaxCrossEntropyLoss(+Grad). */
+#define COMET_RT_REDUCTION_NONE 0
+#define COMET_RT_REDUCTION_SUM 1
+#define COMET_RT_REDUCTION_MEAN 2
+
+/* A 1-D byte memref descriptor (memref<?xi8>), what buffer_alloc returns. */
+typedef struct comet_rt_buffer {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t size;
+  int64_t stride;
+} comet_rt_buffer;
+
+#define COMET_RT_CTYPE_tf32 comet_rt_memref *
+#define COMET_RT_CTYPE_ti64 comet_rt_memref *
+#define COMET_RT_CTYPE_ti1 comet_rt_memref *
+#define COMET_RT_CTYPE_buffer comet_rt_buffer *
+#define COMET_RT_CTYPE_handle int64_t
+#define COMET_RT_CTYPE_i64 int64_t
+#define COMET_RT_CTYPE_i32 int32_t
+#define COMET_RT_CTYPE_f32 float
+#define COMET_RT_CTYPE_f64 double
+
+#define COMET_RT_CRET_status int32_t
+#define COMET_RT_CRET_handle int64_t
+#define COMET_RT_CRET_none void
+#define COMET_RT_CRET_buffer void
+
+/* A memref result comes first, through a pointer. */
+#define COMET_RT_CRESULT_status
+#define COMET_RT_CRESULT_handle
+#define COMET_RT_CRESULT_none
+#define COMET_RT_CRESULT_buffer comet_rt_buffer *result,
+
+#define COMET_RT_ARG(kind, name) , COMET_RT_CTYPE_##kind name
+#define COMET_RT_FUNC(name, ret, args)                                         \
+  COMET_RT_API COMET_RT_CRET_##ret _mlir_ciface_comet_rt_##name(               \
+      COMET_RT_CRESULT_##ret comet_rt_context *ctx args);
+#include "comet/runtime/abi.def"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COMET_RUNTIME_ABI_H */

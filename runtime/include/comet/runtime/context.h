@@ -1,0 +1,39 @@
+/*===- comet/runtime/context.h - Per-engine runtime state -----------------===*
+ *
+ * A runtime context holds everything the runtime keeps between calls for
+ * one training engine: the allocator's accounting and timeline, the bound of
+ * every slot, the statistics of every compress site, and the bound tuner's
+ * observations. Every function of comet/runtime/abi.def takes the context as
+ * its first argument, so two engines in one process never see each other's
+ * bounds, statistics or memory figures.
+ *
+ * NULL stands for the process's default context, for callers outside an
+ * engine (a kernel called on its own, the data loader, tests).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef COMET_RUNTIME_CONTEXT_H
+#define COMET_RUNTIME_CONTEXT_H
+
+#include "comet/runtime/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct comet_rt_context comet_rt_context;
+
+/* A new, empty context; NULL when out of memory. */
+COMET_RT_API comet_rt_context *comet_rt_context_create(void);
+
+/* Releases the caller's reference. Blocks still allocated from the context
+ * keep it alive until they are freed, so freeing them later stays valid. */
+COMET_RT_API void comet_rt_context_destroy(comet_rt_context *ctx);
+
+/* The process's default context (what NULL stands for). */
+COMET_RT_API comet_rt_context *comet_rt_default_context(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COMET_RUNTIME_CONTEXT_H */
