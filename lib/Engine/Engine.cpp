@@ -98,6 +98,9 @@ std::string dirOf(StringRef path) {
   return std::string(d);
 }
 
+
+} // namespace
+
 Expected<onnx_import::Model> readModel(StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf)
@@ -109,8 +112,6 @@ Expected<onnx_import::Model> readModel(StringRef path) {
     return err(path + ": " + error);
   return model;
 }
-
-} // namespace
 
 Engine::Impl::Impl() {
   DialectRegistry registry;

@@ -1,28 +1,35 @@
 // RUN: comet-opt %s -split-input-file --comet-lower-to-runtime=batch-size=2 -cse | FileCheck %s
 
-// Shapes are specialized to batch-size; results become out arguments;
-// a computed value is allocated in the category the analysis gives it
-// (activation = 3) and freed right after its last use; the returned value
-// is written straight into its out argument.
+// Shapes are specialized to batch-size; the runtime context comes first and
+// every runtime call takes it; results become out arguments; a computed value
+// lives in a buffer of the category the analysis gives it (activation = 3),
+// viewed with its type, and is freed right after its last use; the returned
+// value is written straight into its out argument; a failure frees what the
+// step still holds (step_abort) and returns the status.
 // CHECK-LABEL: func.func @mlp(
+// CHECK-SAME: %[[CTX:[a-z0-9]+]]: !llvm.ptr {comet.context}
 // CHECK-SAME: %[[X:[a-z0-9]+]]: memref<2x8xf32> {onnx.name = "input"}
 // CHECK-SAME: %[[W:[a-z0-9]+]]: memref<4x8xf32> {onnx.name = "fc.weight"}
 // CHECK-SAME: %[[OUT:[a-z0-9]+]]: memref<2x4xf32> {comet.result = 0 : i64, onnx.name = "y"}
 // CHECK-SAME: -> i32 attributes {llvm.emit_c_interface}
-// CHECK: %[[C3:.*]] = arith.constant 3 : i32
-// CHECK: call @comet_rt_set_alloc_category(%[[C3]]) : (i32) -> i32
-// CHECK: %[[H:.*]] = memref.alloc() : memref<2x4xf32>
+// CHECK-DAG: %[[BYTES:.*]] = arith.constant 32 : i64
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : i32
+// CHECK: %[[RAW:.*]] = call @comet_rt_buffer_alloc(%[[CTX]], %[[BYTES]], %[[C3]]) : (!llvm.ptr, i64, i32) -> memref<?xi8>
+// CHECK: memref.extract_aligned_pointer_as_index %[[RAW]]
+// CHECK: cf.cond_br
+// CHECK: %[[H:.*]] = memref.view %[[RAW]][%{{.*}}][] : memref<?xi8> to memref<2x4xf32>
 // CHECK: %[[NONE:.*]] = memref.alloca() : memref<0xf32>
-// CHECK: %[[RC:.*]] = call @comet_rt_gemm(
+// CHECK: %[[RC:.*]] = call @comet_rt_gemm(%[[CTX]],
 // CHECK: %[[OK:.*]] = arith.cmpi eq, %[[RC]]
 // CHECK: cf.cond_br %[[OK]], ^[[NEXT:.*]], ^[[FAIL:[a-z0-9]+]](%[[RC]] : i32)
 // CHECK: ^[[NEXT]]:
 // CHECK: %[[OUTU:.*]] = memref.cast %[[OUT]] : memref<2x4xf32> to memref<*xf32>
-// CHECK: call @comet_rt_relu(%{{.*}}, %[[OUTU]])
-// CHECK: memref.dealloc %[[H]] : memref<2x4xf32>
-// CHECK-NOT: memref.dealloc
+// CHECK: call @comet_rt_relu(%[[CTX]], %{{.*}}, %[[OUTU]])
+// CHECK: call @comet_rt_buffer_free(%[[CTX]], %[[RAW]]) : (!llvm.ptr, memref<?xi8>) -> ()
+// CHECK-NOT: comet_rt_buffer_free
 // CHECK: return %{{.*}} : i32
 // CHECK: ^[[FAIL]](%[[CODE:.*]]: i32):
+// CHECK-NEXT: call @comet_rt_step_abort(%[[CTX]]) : (!llvm.ptr) -> ()
 // CHECK-NEXT: return %[[CODE]] : i32
 func.func @mlp(%x: tensor<?x8xf32> {onnx.name = "input"},
                %w: tensor<4x8xf32> {onnx.name = "fc.weight"},
@@ -41,22 +48,22 @@ func.func @mlp(%x: tensor<?x8xf32> {onnx.name = "input"},
 // is freed after its decompress (its last use), and the decompressed copy
 // after ReluGrad.
 // CHECK-LABEL: func.func @saved(
-// CHECK: %[[R:.*]] = memref.alloc() : memref<2x8xf32>
+// CHECK: %[[RRAW:.*]] = call @comet_rt_buffer_alloc(
 // CHECK: call @comet_rt_relu(
 // CHECK-DAG: %[[SZ:.*]] = arith.constant 1 : i32
 // CHECK-DAG: %[[SLOT:.*]] = arith.constant 5 : i64
 // CHECK-DAG: %[[EB:.*]] = arith.constant 1.000000e-03 : f64
 // CHECK-DAG: %[[SITE:.*]] = arith.constant 0 : i64
-// CHECK: %[[HANDLE:.*]] = call @comet_rt_compress(%{{.*}}, %[[SZ]], %[[SLOT]], %[[EB]], %[[SITE]]) : (memref<*xf32>, i32, i64, f64, i64) -> i64
+// CHECK: %[[HANDLE:.*]] = call @comet_rt_compress(%arg0, %{{.*}}, %[[SZ]], %[[SLOT]], %[[EB]], %[[SITE]]) : (!llvm.ptr, memref<*xf32>, i32, i64, f64, i64) -> i64
 // CHECK: arith.cmpi ne, %[[HANDLE]]
 // CHECK: cf.cond_br
-// CHECK: memref.dealloc %[[R]]
-// CHECK: %[[D:.*]] = memref.alloc() : memref<2x8xf32>
-// CHECK: call @comet_rt_decompress(%[[HANDLE]], %{{.*}}) : (i64, memref<*xf32>) -> i32
+// CHECK: call @comet_rt_buffer_free(%arg0, %[[RRAW]])
+// CHECK: %[[DRAW:.*]] = call @comet_rt_buffer_alloc(
+// CHECK: call @comet_rt_decompress(%arg0, %[[HANDLE]], %{{.*}}) : (!llvm.ptr, i64, memref<*xf32>) -> i32
 // CHECK: cf.cond_br
-// CHECK: call @comet_rt_handle_free(%[[HANDLE]]) : (i64) -> ()
+// CHECK: call @comet_rt_handle_free(%arg0, %[[HANDLE]]) : (!llvm.ptr, i64) -> ()
 // CHECK: call @comet_rt_relu_grad(
-// CHECK: memref.dealloc %[[D]]
+// CHECK: call @comet_rt_buffer_free(%arg0, %[[DRAW]])
 // CHECK: return
 func.func @saved(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %r = onnx.Relu(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
@@ -74,9 +81,9 @@ func.func @saved(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> tensor<2x8xf32> {
 // CHECK-SAME: comet.sites = [{bytes = 64 : i64, codec = "mask", value = "{{.*}}"}, {bytes = 64 : i64, codec = "sz", eb = 2.500000e-01 : f64, slot = 0 : i64, value = "{{.*}}"}]
 // CHECK-DAG: %[[MASK:.*]] = arith.constant 2 : i32
 // CHECK-DAG: %[[NOSLOT:.*]] = arith.constant -1 : i64
-// CHECK: call @comet_rt_compress(%{{.*}}, %[[MASK]], %[[NOSLOT]], %{{.*}}, %{{.*}})
+// CHECK: call @comet_rt_compress(%arg0, %{{.*}}, %[[MASK]], %[[NOSLOT]], %{{.*}}, %{{.*}})
 // CHECK: %[[SITE1:.*]] = arith.constant 1 : i64
-// CHECK: call @comet_rt_compress(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SITE1]])
+// CHECK: call @comet_rt_compress(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SITE1]])
 func.func @mask(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
   %r = onnx.Relu(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
   %c = comet.compress %r : tensor<2x8xf32> -> !comet.compressed<tensor<2x8xf32>, mask>
@@ -93,19 +100,20 @@ func.func @mask(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> (tensor<2x8xf32>, 
 // call at the decompress; each ReluGrad reads the bits from the handle
 // (comet_rt_relu_grad_mask), and the handle is freed after the last one.
 // CHECK-LABEL: func.func @fused_mask(
-// CHECK: %[[R:.*]] = memref.alloc() : memref<2x8xf32>
+// CHECK: %[[RRAW:.*]] = call @comet_rt_buffer_alloc(
 // CHECK: call @comet_rt_relu(
 // CHECK: %[[HANDLE:.*]] = call @comet_rt_compress(
-// CHECK: memref.dealloc %[[R]]
+// CHECK: call @comet_rt_buffer_free(%arg0, %[[RRAW]])
 // CHECK-NOT: comet_rt_decompress
 // The one allocation before the first ReluGrad is its dX.
-// CHECK: %[[G:.*]] = memref.alloc() : memref<2x8xf32>
-// CHECK-NOT: memref.alloc
+// CHECK: %[[GRAW:.*]] = call @comet_rt_buffer_alloc(
+// CHECK-NOT: comet_rt_buffer_alloc
+// CHECK: %[[G:.*]] = memref.view %[[GRAW]]
 // CHECK: %[[GC:.*]] = memref.cast %[[G]]
-// CHECK: call @comet_rt_relu_grad_mask(%{{.*}}, %[[HANDLE]], %[[GC]]) : (memref<*xf32>, i64, memref<*xf32>) -> i32
+// CHECK: call @comet_rt_relu_grad_mask(%arg0, %{{.*}}, %[[HANDLE]], %[[GC]]) : (!llvm.ptr, memref<*xf32>, i64, memref<*xf32>) -> i32
 // CHECK-NOT: comet_rt_handle_free
-// CHECK: call @comet_rt_relu_grad_mask(%{{.*}}, %[[HANDLE]], %{{.*}}) : (memref<*xf32>, i64, memref<*xf32>) -> i32
-// CHECK: call @comet_rt_handle_free(%[[HANDLE]]) : (i64) -> ()
+// CHECK: call @comet_rt_relu_grad_mask(%arg0, %{{.*}}, %[[HANDLE]], %{{.*}}) : (!llvm.ptr, memref<*xf32>, i64, memref<*xf32>) -> i32
+// CHECK: call @comet_rt_handle_free(%arg0, %[[HANDLE]]) : (!llvm.ptr, i64) -> ()
 // CHECK-NOT: comet_rt_decompress
 // CHECK: return
 func.func @fused_mask(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> tensor<2x8xf32> {
@@ -127,11 +135,11 @@ func.func @fused_mask(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> tensor<2x8xf
 // CHECK-DAG: %[[S2:.*]] = arith.constant 2 : i64
 // CHECK-DAG: %[[P1:.*]] = arith.constant 1 : i64
 // CHECK-DAG: %[[P0:.*]] = arith.constant 0 : i64
-// CHECK: call @comet_rt_conv2d(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[S2]], %[[S2]], %[[P1]], %[[P0]], %[[P1]], %[[P0]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: call @comet_rt_conv2d(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[S2]], %[[S2]], %[[P1]], %[[P0]], %[[P1]], %[[P0]], %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK: memref.get_global
 // CHECK: memref.copy
 // CHECK: %[[C1:.*]] = arith.constant 1 : i32
-// CHECK: call @comet_rt_set_alloc_category(%[[C1]])
+// CHECK: call @comet_rt_buffer_alloc(%arg0, %{{.*}}, %[[C1]])
 // CHECK: call @comet_rt_conv_grad2d(
 func.func @conv(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x4x4xf32>)
     -> (tensor<2x4x4x4xf32>, tensor<4xi64>, tensor<2x3x8x8xf32>) {

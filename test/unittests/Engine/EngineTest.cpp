@@ -247,4 +247,35 @@ TEST(Engine, TrainsLeNetAndAccountsExactly) {
   EXPECT_TRUE(std::isfinite(meanLoss));
 }
 
+// A step that fails part-way (the loss kernel rejects a label) frees every
+// buffer and handle the step had allocated, and the next step trains.
+TEST(Engine, FailedStepFreesItsBuffers) {
+  auto e = comet::Engine::load(fixture("lenet"));
+  ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
+  comet::Engine &engine = **e;
+  comet::EngineOptions o;
+  o.batchSize = 8;
+  o.compress = comet::CompressMode::Static;
+  o.compressOptions = "min-bytes=1024";
+  ASSERT_FALSE(static_cast<bool>(engine.compile(o)));
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  batch(8, x, y, 3);
+  comet::EngineStats before = engine.stats();
+  y[5] = 99; // out of range for 10 classes
+  auto bad = engine.step(x.data(), y.data());
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("runtime error"),
+            std::string::npos);
+  comet::EngineStats after = engine.stats();
+  // The forward pass had compressed activations before the loss failed.
+  EXPECT_GT(after.categories[COMET_RT_MEM_COMPRESSED].peak, 0);
+  for (int c = 0; c < COMET_RT_MEM_NUM_CATEGORIES; ++c)
+    EXPECT_EQ(after.categories[c].current, before.categories[c].current)
+        << after.categories[c].name;
+  y[5] = 5;
+  auto good = engine.step(x.data(), y.data());
+  EXPECT_TRUE(static_cast<bool>(good)) << llvm::toString(good.takeError());
+}
+
 } // namespace

@@ -26,7 +26,7 @@ constexpr int kSteps = 24;
 constexpr int64_t kBatch = 16;
 
 /// Everything a run reports that must not depend on another engine.
-struct Run {
+struct Figures {
   std::vector<double> figures;
 };
 
@@ -34,7 +34,7 @@ struct Trainer {
   std::unique_ptr<comet::Engine> engine;
   std::unique_ptr<comet::EngineTuner> tuner;
   std::mt19937 gen;
-  Run run;
+  Figures run;
 
   explicit Trainer(const char *model, unsigned seed) : gen(seed) {
     auto e = comet::Engine::load(std::string(COMET_FIXTURES) + "/" + model +
@@ -92,7 +92,7 @@ struct Trainer {
 };
 
 /// Trains `model` alone in a child process and returns its figures.
-Run alone(const char *model, unsigned seed) {
+Figures alone(const char *model, unsigned seed) {
   int fd[2];
   EXPECT_EQ(pipe(fd), 0);
   pid_t pid = fork();
@@ -109,7 +109,7 @@ Run alone(const char *model, unsigned seed) {
     _exit(ok && !::testing::Test::HasFailure() ? 0 : 1);
   }
   close(fd[1]);
-  Run r;
+  Figures r;
   size_t n = 0;
   if (read(fd[0], &n, sizeof n) == sizeof n) {
     r.figures.resize(n);
@@ -132,8 +132,8 @@ Run alone(const char *model, unsigned seed) {
 
 TEST(TwoEngines, InterleavedMatchSeparateProcesses) {
   // The children first, before this process creates any engine.
-  Run lenetAlone = alone("lenet", 1);
-  Run mlpAlone = alone("mlp", 2);
+  Figures lenetAlone = alone("lenet", 1);
+  Figures mlpAlone = alone("mlp", 2);
   ASSERT_FALSE(lenetAlone.figures.empty());
   ASSERT_FALSE(mlpAlone.figures.empty());
 
