@@ -1,5 +1,6 @@
 //===- ActivationLiveness.cpp - Lifetimes and memory of a training graph --===//
 #include "comet/Analysis/ActivationLiveness.h"
+#include "comet/Dialect/ONNX/IR/ONNXOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
@@ -99,7 +100,8 @@ Timeline comet::buildTimeline(int64_t numSteps,
 }
 
 //===----------------------------------------------------------------------===//
-// Classification by op name
+// Classification: saved-activation reads by SavedActivationOpInterface, the
+// rest (layout, shape and weighted forward ops, *Grad) by op name
 //===----------------------------------------------------------------------===//
 
 /// Any dialect prefix works, so the analysis reads the same names from a
@@ -108,11 +110,6 @@ StringRef comet::getOpType(Operation *op) {
   StringRef name = op->getName().getStringRef();
   size_t dot = name.find('.');
   return dot == StringRef::npos ? name : name.drop_front(dot + 1);
-}
-
-bool comet::isMatMulLikeOpType(StringRef t) {
-  return t == "Gemm" || t == "MatMul" || t == "FusedMatMul" ||
-         t == "TransposeMatMul" || t == "FusedGemm";
 }
 
 static bool isGradOpType(StringRef t) { return t.ends_with("Grad"); }
@@ -124,11 +121,33 @@ static bool isLayoutOp(StringRef t) {
          t == "Squeeze" || t == "Unsqueeze" || t == "Identity";
 }
 
-/// ReluGrad(dY, X) reading the value as X: only X > 0 matters, which a mask
-/// handle answers without decompressing.
+/// The saved-activation kind with which `op` reads operand `i`, if any.
+static std::optional<onnx::SavedActivationKind>
+savedActivationKind(Operation *op, unsigned i) {
+  auto sa = dyn_cast<onnx::SavedActivationOpInterface>(op);
+  return sa ? sa.getSavedActivationKind(i) : std::nullopt;
+}
+
+/// A direct read as a ReLU mask (ReluGrad's X): only X > 0 matters, which a
+/// mask handle answers without decompressing.
 static bool isFusableMaskUse(const ValueUse &u) {
-  return u.user == u.directUser && getOpType(u.user) == "ReluGrad" &&
-         u.operandNumber == 1;
+  return u.user == u.directUser &&
+         savedActivationKind(u.user, u.operandNumber) ==
+             onnx::SavedActivationKind::ReluMask;
+}
+
+static ConsumerKind toConsumerKind(onnx::SavedActivationKind k) {
+  switch (k) {
+  case onnx::SavedActivationKind::WeightGradInput:
+    return ConsumerKind::WeightGradInput;
+  case onnx::SavedActivationKind::BatchNormInput:
+    return ConsumerKind::BatchNorm;
+  case onnx::SavedActivationKind::ReluMask:
+    return ConsumerKind::ReluMask;
+  case onnx::SavedActivationKind::PoolIndices:
+    return ConsumerKind::PoolIndices;
+  }
+  return ConsumerKind::Other;
 }
 
 static bool isShapeOnlyOp(StringRef t) { return t == "Shape" || t == "Size"; }
@@ -393,20 +412,16 @@ void ActivationLiveness::build() {
     unsigned i = u.operandNumber;
     if (isShapeOnlyOp(t))
       return ConsumerKind::ShapeOnly;
-    if (t == "ConvGrad")
-      return i == 1 ? ConsumerKind::WeightGradInput : ConsumerKind::Other;
-    if (t == "ReluGrad")
-      return i == 1 ? ConsumerKind::ReluMask : ConsumerKind::Other;
-    if (t == "MaxPoolGrad")
-      return i == 1 ? ConsumerKind::PoolIndices : ConsumerKind::Other;
-    if (t == "BatchNormalizationGrad")
-      return i == 1 ? ConsumerKind::BatchNorm : ConsumerKind::Other;
-    // ORT writes the backward of Gemm/MatMul as Gemm/MatMul ops: one that
-    // computes a gradient from a non-gradient operand reads an activation
-    // to form dW.
-    if (isMatMulLikeOpType(t) && opGradFlow[u.index] && !vi.gradientFlow &&
-        i <= 1)
-      return ConsumerKind::WeightGradInput;
+    if (auto sa = dyn_cast<onnx::SavedActivationOpInterface>(user)) {
+      // ORT writes the backward of Gemm/MatMul as Gemm/MatMul ops: one that
+      // computes a gradient from a non-gradient operand reads an activation
+      // to form dW.
+      std::optional<onnx::SavedActivationKind> k = sa.getSavedActivationKind(i);
+      if (k && (!sa.readsSavedActivationsOnlyInBackward() ||
+                (opGradFlow[u.index] && !vi.gradientFlow)))
+        return toConsumerKind(*k);
+      return ConsumerKind::Other;
+    }
     if (isLayoutOp(t) && i == 0 && user->getNumResults() == 1) {
       auto it = throughLayout.find(user->getResult(0));
       if (it != throughLayout.end())

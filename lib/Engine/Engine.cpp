@@ -185,36 +185,26 @@ Error Engine::Impl::lowerAndJit(ModuleOp m, int64_t batch, Compiled &out,
     a.isResult = static_cast<bool>(f.getArgAttr(i, "comet.result"));
     out.args.push_back(std::move(a));
   }
-  if (auto sites = f->getAttrOfType<ArrayAttr>("comet.sites"))
+  if (auto sites = f->getAttrOfType<ArrayAttr>(CometDialect::kSitesAttrName))
     if (&out == &train)
-      for (Attribute s : sites) {
-        auto d = cast<DictionaryAttr>(s);
+      for (auto site : sites.getAsRange<SiteAttr>()) {
         SiteStats st;
-        st.value = cast<StringAttr>(d.get("value")).getValue().str();
-        st.codec = cast<StringAttr>(d.get("codec")).getValue().str();
-        if (auto slot = d.getAs<IntegerAttr>("slot"))
-          st.slot = slot.getInt();
-        if (auto eb = d.getAs<FloatAttr>("eb"))
-          st.eb = eb.getValueAsDouble();
-        st.bytesIn = cast<IntegerAttr>(d.get("bytes")).getInt();
-        if (auto tune = d.getAs<ArrayAttr>("tune"))
-          for (Attribute ca : tune) {
-            auto cd = dyn_cast<DictionaryAttr>(ca);
-            if (!cd)
-              continue;
-            SlotConsumer sc;
-            if (auto k = cd.getAs<StringAttr>("kind"))
-              sc.kind = k.getValue().str();
-            if (auto p = cd.getAs<StringAttr>("param"))
-              sc.param = p.getValue().str();
-            if (auto n = cd.getAs<FloatAttr>("terms"))
-              sc.numTerms = n.getValueAsDouble();
-            if (auto u = cd.getAs<FloatAttr>("reuse"))
-              sc.reuse = u.getValueAsDouble();
-            if (auto e = cd.getAs<FloatAttr>("elements"))
-              sc.activationElements = e.getValueAsDouble();
-            st.consumers.push_back(std::move(sc));
-          }
+        st.value = site.getValue().str();
+        st.codec = stringifyCodec(site.getCodec()).str();
+        if (BoundAttr bound = site.getBound()) {
+          st.eb = bound.getAbsValue();
+          st.slot = bound.getSlot().value_or(-1);
+        }
+        st.bytesIn = site.getBytes();
+        for (ConsumerAttr c : site.getConsumers()) {
+          SlotConsumer sc;
+          sc.kind = stringifyWeightGradKind(c.getKind()).str();
+          sc.param = c.getParam().str();
+          sc.numTerms = c.getTermsValue();
+          sc.reuse = c.getReuseValue();
+          sc.activationElements = static_cast<double>(c.getElements());
+          st.consumers.push_back(std::move(sc));
+        }
         siteInfo.push_back(st);
       }
   if (!dumpPath.empty()) {

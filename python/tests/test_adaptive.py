@@ -86,7 +86,8 @@ def test_larger_k_gives_proportionally_larger_bounds(tmp_path):
 
 def test_bad_options_are_rejected(tmp_path):
     for args, msg in [
-        (["--bound-rule", "zfp"], "unknown --bound-rule 'zfp'"),
+        (["--bound-rule", "zfp"],
+         "for the --bound-rule option: Cannot find option named 'zfp'"),
         (["--bound-k=-1"], "--bound-k must be positive"),
         (["--retune-interval", "0"], "--retune-interval must be a positive"),
     ]:

@@ -107,7 +107,8 @@ def test_missing_dataset_names_the_package(tmp_path):
 
 @pytest.mark.parametrize("args,msg", [
     (["--device", "cuda"], "--device cuda is not available"),
-    (["--data", "cifar"], "unknown --data 'cifar'"),
+    (["--data", "cifar"],
+     "for the --data option: Cannot find option named 'cifar'"),
 ])
 def test_unsupported_options(args, msg):
     p = run(model("lenet"), *args, check=False)

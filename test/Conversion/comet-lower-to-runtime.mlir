@@ -78,7 +78,7 @@ func.func @saved(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> tensor<2x8xf32> {
 // The mask codec (2) has no slot (-1) and no bound; each compress gets
 // its own site, and the lowered function lists the sites for the Engine.
 // CHECK-LABEL: func.func @mask(
-// CHECK-SAME: comet.sites = [{bytes = 64 : i64, codec = "mask", value = "{{.*}}"}, {bytes = 64 : i64, codec = "sz", eb = 2.500000e-01 : f64, slot = 0 : i64, value = "{{.*}}"}]
+// CHECK-SAME: comet.sites = [#comet.site<value = "{{[^"]*}}", codec = mask, bytes = 64>, #comet.site<value = "{{[^"]*}}", codec = sz, bytes = 64, bound = #comet.bound<abs = 2.500000e-01, slot = 0>>]
 // CHECK-DAG: %[[MASK:.*]] = arith.constant 2 : i32
 // CHECK-DAG: %[[NOSLOT:.*]] = arith.constant -1 : i64
 // CHECK: call @comet_rt_compress(%arg0, %{{.*}}, %[[MASK]], %[[NOSLOT]], %{{.*}}, %{{.*}})

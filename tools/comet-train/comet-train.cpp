@@ -35,6 +35,8 @@
 using namespace llvm;
 
 static cl::OptionCategory cat("comet-train options");
+enum class DataSource { FashionMnist, Synthetic };
+enum class Device { Cpu, Cuda };
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<training_model.onnx|.mlir>"),
                                       cl::cat(cat));
@@ -43,8 +45,13 @@ static cl::opt<std::string> optimizerPath(
     cl::desc("ORT optimizer graph (AdamWOptimizer or SGDOptimizerV2); "
              "default: built-in SGD with momentum"),
     cl::init(""), cl::cat(cat));
-static cl::opt<std::string> data("data", cl::desc("fashion-mnist | synthetic"),
-                                 cl::init("fashion-mnist"), cl::cat(cat));
+static cl::opt<DataSource>
+    data("data", cl::desc("Training data"),
+         cl::values(clEnumValN(DataSource::FashionMnist, "fashion-mnist",
+                               "Fashion-MNIST from --data-dir"),
+                    clEnumValN(DataSource::Synthetic, "synthetic",
+                               "seeded synthetic samples")),
+         cl::init(DataSource::FashionMnist), cl::cat(cat));
 static cl::opt<std::string>
     dataDir("data-dir", cl::desc("Directory of the Fashion-MNIST IDX files"),
             cl::init(COMET_RT_FASHION_MNIST_DIR), cl::cat(cat));
@@ -59,15 +66,23 @@ static cl::opt<int64_t> epochs("epochs", cl::desc("Epochs"), cl::init(1),
                                cl::cat(cat));
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(64),
                               cl::cat(cat));
-static cl::opt<std::string> compress("compress",
-                                     cl::desc("none | static | adaptive"),
-                                     cl::init("none"), cl::cat(cat));
+static cl::opt<comet::CompressMode>
+    compress("compress", cl::desc("Activation compression"),
+             cl::values(clEnumValN(comet::CompressMode::None, "none", "none"),
+                        clEnumValN(comet::CompressMode::Static, "static",
+                                   "static bounds"),
+                        clEnumValN(comet::CompressMode::Adaptive, "adaptive",
+                                   "bounds re-tuned while training")),
+             cl::init(comet::CompressMode::None), cl::cat(cat));
 static cl::opt<std::string> compressOptions(
     "compress-options",
     cl::desc("Options for --comet-compress-activations, e.g. 'min-bytes=4096'"),
     cl::init(""), cl::cat(cat));
-static cl::opt<std::string> device("device", cl::desc("cpu | cuda"),
-                                   cl::init("cpu"), cl::cat(cat));
+static cl::opt<Device>
+    device("device", cl::desc("Execution device"),
+           cl::values(clEnumValN(Device::Cpu, "cpu", "CPU"),
+                      clEnumValN(Device::Cuda, "cuda", "CUDA GPU")),
+           cl::init(Device::Cpu), cl::cat(cat));
 static cl::opt<std::string> reportPath("report",
                                        cl::desc("Write the JSON report here"),
                                        cl::init(""), cl::cat(cat));
@@ -105,20 +120,26 @@ static cl::opt<std::string>
     labelsFile("labels", cl::desc("Raw i64 labels for --dump-grads"),
                cl::init(""), cl::cat(cat));
 // Bound tuner (--compress adaptive), docs/tuning.md.
-static cl::opt<std::string> boundRule("bound-rule",
-                                      cl::desc("comet | acgc (adaptive)"),
-                                      cl::init("comet"), cl::cat(cat));
+static cl::opt<comet::tuner::Rule> boundRule(
+    "bound-rule", cl::desc("Bound rule (adaptive)"),
+    cl::values(clEnumValN(comet::tuner::Rule::Comet, "comet", "COMET"),
+               clEnumValN(comet::tuner::Rule::Acgc, "acgc", "AC-GC")),
+    cl::init(comet::tuner::Rule::Comet), cl::cat(cat));
 static cl::opt<double> boundK("bound-k",
                               cl::desc("COMET: sigma = k * mean|momentum|"),
                               cl::init(0.01), cl::cat(cat));
-static cl::opt<std::string> gradMagnitude(
+static cl::opt<comet::tuner::GradMagnitude> gradMagnitude(
     "grad-magnitude",
     cl::desc("COMET: the dY statistic in sigma = a*eb*G*sqrt(N*R): masked "
              "(default; N*G^2*R replaced by N*M + K, M the mean dY^2 over "
              "the terms with non-zero X and K the excess of equal X values "
              "sharing one error), rms (the std of a sum of products) or "
              "lbar (mean |dY|, the paper's choice)"),
-    cl::init("masked"), cl::cat(cat));
+    cl::values(
+        clEnumValN(comet::tuner::GradMagnitude::Masked, "masked", "masked"),
+        clEnumValN(comet::tuner::GradMagnitude::Rms, "rms", "rms"),
+        clEnumValN(comet::tuner::GradMagnitude::MeanAbs, "lbar", "lbar")),
+    cl::init(comet::tuner::GradMagnitude::Masked), cl::cat(cat));
 static cl::opt<double> acgcE("acgc-e", cl::desc("AC-GC: error energy e"),
                              cl::init(0.01), cl::cat(cat));
 static cl::opt<int64_t> retuneInterval(
@@ -153,6 +174,17 @@ static cl::opt<std::string> measureErrorModel(
     cl::init(""), cl::cat(cat));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress output"),
                            cl::init(false), cl::cat(cat));
+
+/// The word that names the value of an enum option (for messages and the
+/// report).
+template <typename T> static std::string wordOf(cl::opt<T> &o) {
+  const cl::parser<T> &p = o.getParser();
+  for (unsigned i = 0, e = p.getNumOptions(); i < e; ++i)
+    if (static_cast<const cl::OptionValue<T> &>(p.getOptionValue(i))
+            .getValue() == o.getValue())
+      return p.getOption(i).str();
+  return "";
+}
 
 static int fail(const Twine &msg) {
   errs() << "comet-train: error: " << msg << "\n";
@@ -244,34 +276,16 @@ int main(int argc, char **argv) {
       argc, argv,
       "comet-train: train an ONNX Runtime training graph with COMET\n");
 
-  if (device != "cpu") {
-    if (device == "cuda")
-      return fail("--device cuda is not available: this build has no CUDA "
-                  "execution backend (only the CPU runtime)");
-    return fail("unknown --device '" + device + "' (cpu | cuda)");
-  }
+  if (device == Device::Cuda)
+    return fail("--device cuda is not available: this build has no CUDA "
+                "execution backend (only the CPU runtime)");
   comet::EngineOptions opts;
-  if (compress == "none")
-    opts.compress = comet::CompressMode::None;
-  else if (compress == "static")
-    opts.compress = comet::CompressMode::Static;
-  else if (compress == "adaptive")
-    opts.compress = comet::CompressMode::Adaptive;
-  else
-    return fail("unknown --compress '" + compress +
-                "' (none | static | adaptive)");
+  opts.compress = compress;
   comet::tuner::TunerOptions tunerOpts;
   {
-    auto rule = comet::tuner::parseRule(boundRule);
-    if (!rule)
-      return fail("unknown --bound-rule '" + boundRule + "' (comet | acgc)");
-    tunerOpts.rule = *rule;
+    tunerOpts.rule = boundRule;
     tunerOpts.sigmaFactor = boundK;
-    auto magnitude = comet::tuner::parseGradMagnitude(gradMagnitude);
-    if (!magnitude)
-      return fail("unknown --grad-magnitude '" + gradMagnitude +
-                  "' (masked | rms | lbar)");
-    tunerOpts.gradMagnitude = *magnitude;
+    tunerOpts.gradMagnitude = gradMagnitude;
     tunerOpts.acgcEnergy = acgcE;
     tunerOpts.retuneInterval = retuneInterval;
     tunerOpts.statsInterval = statsInterval;
@@ -282,13 +296,11 @@ int main(int argc, char **argv) {
     std::string why = comet::tuner::validate(tunerOpts);
     if (!why.empty())
       return fail(why);
-    if (!profileOut.empty() && compress != "adaptive")
+    if (!profileOut.empty() && compress != comet::CompressMode::Adaptive)
       return fail("--profile-out needs --compress adaptive");
-    if (!measureErrorModel.empty() && compress == "none")
+    if (!measureErrorModel.empty() && compress == comet::CompressMode::None)
       return fail("--measure-error-model needs --compress static or adaptive");
   }
-  if (data != "fashion-mnist" && data != "synthetic")
-    return fail("unknown --data '" + data + "' (fashion-mnist | synthetic)");
   if (batch <= 0 || epochs <= 0)
     return fail("--batch and --epochs must be positive");
 
@@ -311,7 +323,7 @@ int main(int argc, char **argv) {
   bool wantEval = !dumpGrads.empty() ? false : evalSamples >= 0;
   if (dumpGrads.empty()) {
     int32_t rc;
-    if (data == "fashion-mnist") {
+    if (data == DataSource::FashionMnist) {
       rc = comet_rt_dataset_open_fashion_mnist(dataDir.c_str(), 1, &train.ds);
       if (rc == 0 && wantEval)
         rc = comet_rt_dataset_open_fashion_mnist(dataDir.c_str(), 0, &test.ds);
@@ -326,7 +338,7 @@ int main(int argc, char **argv) {
         rc = comet_rt_dataset_synthetic(1000, c, h, w, 10, seed + 1, &test.ds);
     }
     if (rc != 0)
-      return fail(Twine("cannot load the ") + data +
+      return fail(Twine("cannot load the ") + wordOf(data) +
                   " data: " + comet_rt_last_error());
   }
   // The datasets live in the default runtime context; the engine counts its
@@ -345,7 +357,7 @@ int main(int argc, char **argv) {
   comet_rt_dataset_sample_shape(train.ds, dsShape);
   if (sample.size() != 3 || sample[0] != dsShape[0] ||
       sample[1] != dsShape[1] || sample[2] != dsShape[2])
-    return fail("the " + data + " samples are " + shapeStr(dsShape) +
+    return fail("the " + wordOf(data) + " samples are " + shapeStr(dsShape) +
                 " but the model's input takes " + shapeStr(sample) +
                 " per sample");
   int64_t per = dsShape[0] * dsShape[1] * dsShape[2];
@@ -573,10 +585,10 @@ int main(int argc, char **argv) {
       lossHist.push_back(l);
     json::Object report{
         {"model", modelPath.getValue()},
-        {"device", device.getValue()},
-        {"compress", compress.getValue()},
+        {"device", wordOf(device)},
+        {"compress", wordOf(compress)},
         {"optimizer", engine.optimizerName()},
-        {"data", data.getValue()},
+        {"data", wordOf(data)},
         {"epochs", epochs.getValue()},
         {"batch", batch.getValue()},
         {"steps", step},

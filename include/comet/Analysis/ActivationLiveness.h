@@ -11,8 +11,9 @@
 //   parameter, gradient or optimizer state) live to the last step.
 // - live[t] = bytes of the values v with start(v) <= t <= end(v): the memory
 //   while op t runs, its inputs and outputs both held. The peak is max live.
-// - Ops are classified by their name (`onnx.ConvGrad`, ...), never by C++
-//   class, so the analysis does not depend on the onnx dialect's C++ API.
+// - Saved-activation reads (ConvGrad's X, ReluGrad's X, ...) are what the
+//   onnx ops' SavedActivationOpInterface says; layout, shape-only and
+//   weighted forward ops and the gradient flow (`*Grad`) go by op name.
 //
 // Use it from a pass with getAnalysis<ActivationLiveness>() on a function, or
 // getChildAnalysis<ActivationLiveness>(func) from a module pass. Sizes depend
@@ -68,13 +69,9 @@ enum class ConsumerKind {
 llvm::StringRef stringifyValueCategory(ValueCategory c);
 llvm::StringRef stringifyConsumerKind(ConsumerKind k);
 
-/// The op type that classifies an op: its name without the dialect prefix
-/// ("onnx.ConvGrad" -> "ConvGrad"), so a registered and an unregistered onnx
-/// dialect read the same.
+/// The op type that classifies an op by name: its name without the dialect
+/// prefix ("onnx.Transpose" -> "Transpose").
 llvm::StringRef getOpType(mlir::Operation *op);
-
-/// Gemm, MatMul and ORT's fused variants of them.
-bool isMatMulLikeOpType(llvm::StringRef opType);
 
 struct LivenessOptions {
   /// The size that every dynamic dimension (`?`) takes.

@@ -407,26 +407,21 @@ LogicalResult FuncLowering::lowerReturn(func::ReturnOp ret) {
 }
 
 LogicalResult FuncLowering::emitObserves(Operation *op) {
-  auto entries = op->getAttrOfType<ArrayAttr>("comet.observe");
+  // The comet dialect's verifier has checked the entries and their operands.
+  auto entries = op->getAttrOfType<ArrayAttr>(CometDialect::kObserveAttrName);
   if (!entries)
     return success();
-  for (Attribute a : entries) {
-    auto e = dyn_cast<DenseI64ArrayAttr>(a);
-    if (!e || e.size() != 4 || e[2] < 0 ||
-        e[2] >= static_cast<int64_t>(op->getNumOperands()) ||
-        e[3] >= static_cast<int64_t>(op->getNumOperands()))
-      return op->emitError("comet-lower-to-runtime: comet.observe entries "
-                           "must be [slot, consumer, dY operand, aux "
-                           "operand or -1]");
-    Value dy = operand(op->getOperand(e[2]));
+  for (auto e : entries.getAsRange<ObserveAttr>()) {
+    Value dy = operand(op->getOperand(e.getGrad()));
     if (dy && cast<MemRefType>(dy.getType()).getElementType().isF32() &&
-        failed(call(Fn::slot_observe_grad, {dy, i64c(e[0]), i64c(e[1])})))
+        failed(call(Fn::slot_observe_grad,
+                    {dy, i64c(e.getSlot()), i64c(e.getConsumer())})))
       return failure();
-    if (e[3] >= 0)
-      if (Value aux = operand(op->getOperand(e[3])))
+    if (std::optional<int64_t> auxOperand = e.getAux())
+      if (Value aux = operand(op->getOperand(*auxOperand)))
         if (cast<MemRefType>(aux.getType()).getElementType().isF32() &&
-            failed(
-                call(Fn::slot_observe_max, {aux, i64c(e[0]), i64c(e[1])})))
+            failed(call(Fn::slot_observe_max,
+                        {aux, i64c(e.getSlot()), i64c(e.getConsumer())})))
           return failure();
   }
   return success();
@@ -633,7 +628,7 @@ LogicalResult FuncLowering::lower(Operation *op) {
           if (auto s = bound->getSlot())
             slot = *s;
         }
-        if (slot >= 0 && o->hasAttr("comet.tune") &&
+        if (slot >= 0 && o->hasAttr(CometDialect::kTuneAttrName) &&
             failed(call(Fn::slot_observe_act,
                         {operand(o.getInput()), i64c(slot), i64c(0)})))
           return failure();
@@ -768,26 +763,16 @@ LogicalResult FuncLowering::run() {
   for (Operation *op : la.getSchedule())
     if (auto c = dyn_cast<CompressOp>(op)) {
       int id = la.getId(c.getInput());
-      std::string name = id >= 0 ? la.getValue(id).name : "";
-      SmallVector<NamedAttribute> d = {
-          b.getNamedAttr("value", b.getStringAttr(name)),
-          b.getNamedAttr("codec",
-                         b.getStringAttr(stringifyCodec(c.getCodec()))),
-          b.getNamedAttr(
-              "bytes",
-              b.getI64IntegerAttr(id >= 0 ? la.getValue(id).tensorBytes : 0))};
-      if (auto bound = c.getBound()) {
-        d.push_back(
-            b.getNamedAttr("eb", b.getF64FloatAttr(bound->getAbsValue())));
-        if (auto s = bound->getSlot())
-          d.push_back(b.getNamedAttr("slot", b.getI64IntegerAttr(*s)));
-      }
-      if (auto tune = c->getAttrOfType<ArrayAttr>("comet.tune"))
-        d.push_back(b.getNamedAttr("tune", tune));
-      sites.push_back(b.getDictionaryAttr(d));
+      SmallVector<ConsumerAttr> consumers;
+      if (auto tune = c->getAttrOfType<ArrayAttr>(CometDialect::kTuneAttrName))
+        llvm::append_range(consumers, tune.getAsRange<ConsumerAttr>());
+      sites.push_back(
+          SiteAttr::get(b.getContext(), id >= 0 ? la.getValue(id).name : "",
+                        c.getCodec(), id >= 0 ? la.getValue(id).tensorBytes : 0,
+                        c.getBound().value_or(BoundAttr()), consumers));
     }
   if (!sites.empty())
-    newF->setAttr("comet.sites", b.getArrayAttr(sites));
+    newF->setAttr(CometDialect::kSitesAttrName, b.getArrayAttr(sites));
 
   std::string name = oldF.getName().str();
   oldF.erase();

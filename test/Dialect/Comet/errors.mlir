@@ -132,3 +132,113 @@ func.func @duplicate_slot(%x: tensor<4xf32>, %y: tensor<4xf32>) {
 func.func @unranked(%c: !comet.compressed<tensor<*xf32>, sz>) {
   return
 }
+
+// -----
+
+// A consumer sums at least one term.
+// expected-error @+1 {{terms must be positive and finite}}
+func.func @consumer_zero_terms() attributes {test.c = #comet.consumer<kind = conv, param = "w", terms = 0.0, reuse = 1.0, elements = 4>} {
+  return
+}
+
+// -----
+
+// A consumer reads a non-empty activation.
+// expected-error @+1 {{elements must be positive, got 0}}
+func.func @consumer_no_elements() attributes {test.c = #comet.consumer<kind = gemm, param = "w", terms = 2.0, reuse = 1.0, elements = 0>} {
+  return
+}
+
+// -----
+
+// The consumer kind is one of the bound rule's forms.
+// expected-error @+2 {{expected ::comet::WeightGradKind to be one of: conv, gemm, batchnorm}}
+// expected-error @+1 {{failed to parse Comet_ConsumerAttr parameter 'kind'}}
+func.func @consumer_bad_kind() attributes {test.c = #comet.consumer<kind = fc, param = "w", terms = 2.0, reuse = 1.0, elements = 4>} {
+  return
+}
+
+// -----
+
+// Observations name a slot.
+// expected-error @+1 {{slot must be non-negative, got -1}}
+func.func @observe_negative_slot() attributes {test.o = #comet.observe<slot = -1, consumer = 0, grad = 0>} {
+  return
+}
+
+// -----
+
+// The observed operands must exist on the op.
+func.func @observe_missing_operand(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'onnx.Relu' op 'comet.observe' names operand 3 but the op has 1 operands}}
+  %y = "onnx.Relu"(%x) {comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 3>]} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// comet.observe holds #comet.observe entries, not raw integers.
+func.func @observe_untyped(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'comet.observe' must be a non-empty array of #comet.observe}}
+  %y = "onnx.Relu"(%x) {comet.observe = [array<i64: 0, 0, 0, -1>]} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Tuner consumers belong to a slot, so to a compress with a slotted bound.
+func.func @tune_without_slot(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'comet.tune' belongs on a comet.compress with a slotted bound}}
+  %c = comet.compress %x bound <abs = 1.0e-3> {comet.tune = [#comet.consumer<kind = gemm, param = "w", terms = 2.0, reuse = 1.0, elements = 4>]} : tensor<4xf32> -> !comet.compressed<tensor<4xf32>, sz>
+  return
+}
+
+// -----
+
+// A lossy site records its bound.
+// expected-error @+1 {{codec 'sz' needs a bound}}
+func.func @site_lossy_without_bound() attributes {comet.sites = [#comet.site<value = "x", codec = sz, bytes = 16>]} {
+  return
+}
+
+// -----
+
+// A lossless site has no bound.
+// expected-error @+1 {{codec 'mask' takes no bound}}
+func.func @site_lossless_with_bound() attributes {comet.sites = [#comet.site<value = "x", codec = mask, bytes = 16, bound = #comet.bound<abs = 1.0e-3>>]} {
+  return
+}
+
+// -----
+
+// Tuner consumers need the slot they tune.
+// expected-error @+1 {{consumers need a slot in the bound}}
+func.func @site_consumers_without_slot() attributes {comet.sites = [#comet.site<value = "x", codec = sz, bytes = 16, bound = #comet.bound<abs = 1.0e-3>, consumers = [#comet.consumer<kind = gemm, param = "w", terms = 2.0, reuse = 1.0, elements = 4>]>]} {
+  return
+}
+
+// -----
+
+// Two sites of one function cannot share a slot.
+// expected-error @+1 {{'comet.sites' uses slot 1 twice}}
+func.func @sites_duplicate_slot() attributes {comet.sites = [#comet.site<value = "x", codec = sz, bytes = 16, bound = #comet.bound<abs = 1.0e-3, slot = 1>>, #comet.site<value = "y", codec = sz, bytes = 16, bound = #comet.bound<abs = 1.0e-3, slot = 1>>]} {
+  return
+}
+
+// -----
+
+// Sites describe a function.
+func.func @sites_not_on_function(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'comet.sites' belongs on a function}}
+  %y = "onnx.Relu"(%x) {comet.sites = [#comet.site<value = "x", codec = mask, bytes = 16>]} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// The comet dialect knows its discardable attributes.
+func.func @unknown_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown comet attribute 'comet.tuning'}}
+  %y = "onnx.Relu"(%x) {comet.tuning = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -48,3 +48,17 @@ func.func @dynamic_batch(%x: tensor<?x10xf32>) -> tensor<?x10xf32> {
   %y = comet.decompress %c : !comet.compressed<tensor<?x10xf32>, sz> -> tensor<?x10xf32>
   return %y : tensor<?x10xf32>
 }
+
+// The typed contracts between passes: tuner consumers on a slotted compress,
+// observations on a consumer, and the sites of a lowered function.
+
+// CHECK-LABEL: func.func @contracts
+// CHECK-SAME: comet.sites = [#comet.site<value = "x", codec = mask, bytes = 64>, #comet.site<value = "f", codec = sz, bytes = 256, bound = #comet.bound<abs = 2.500000e-01, slot = 0>, consumers = [#comet.consumer<kind = gemm, param = "fc1.weight", terms = 2.000000e+00, reuse = 1.000000e+00, elements = 64>]>]
+func.func @contracts(%x: tensor<2x32xf32>, %dy: tensor<32x8xf32>) -> tensor<2x8xf32> attributes {comet.sites = [#comet.site<value = "x", codec = mask, bytes = 64>, #comet.site<value = "f", codec = sz, bytes = 256, bound = <abs = 0.25, slot = 0>, consumers = [#comet.consumer<kind = gemm, param = "fc1.weight", terms = 2.0, reuse = 1.0, elements = 64>]>]} {
+  // CHECK: comet.compress %{{.*}} bound <abs = 2.500000e-01, slot = 0> {comet.tune = [#comet.consumer<kind = conv, param = "", terms = 3.200000e+01, reuse = 9.000000e+00, elements = 64>, #comet.consumer<kind = batchnorm, param = "bn", terms = 3.200000e+01, reuse = 1.000000e+00, elements = 64>]}
+  %c = comet.compress %x bound <abs = 0.25, slot = 0> {comet.tune = [#comet.consumer<kind = conv, param = "", terms = 32.0, reuse = 9.0, elements = 64>, #comet.consumer<kind = batchnorm, param = "bn", terms = 32.0, reuse = 1.0, elements = 64>]} : tensor<2x32xf32> -> !comet.compressed<tensor<2x32xf32>, sz>
+  %d = comet.decompress %c : !comet.compressed<tensor<2x32xf32>, sz> -> tensor<2x32xf32>
+  // CHECK: comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 1>, #comet.observe<slot = 0, consumer = 1, grad = 1, aux = 0>]
+  %g = "onnx.MatMul"(%d, %dy) {comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 1>, #comet.observe<slot = 0, consumer = 1, grad = 1, aux = 0>]} : (tensor<2x32xf32>, tensor<32x8xf32>) -> tensor<2x8xf32>
+  return %g : tensor<2x8xf32>
+}

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -99,6 +100,112 @@ void BoundAttr::print(AsmPrinter &printer) const {
   if (getSlot())
     printer << ", slot = " << *getSlot();
   printer << ">";
+}
+
+//===----------------------------------------------------------------------===//
+// ConsumerAttr, ObserveAttr, SiteAttr
+//===----------------------------------------------------------------------===//
+
+static bool isPositiveFinite(const APFloat &f) {
+  return f.isFinite() && !f.isNegative() && !f.isZero();
+}
+
+LogicalResult ConsumerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   WeightGradKind, StringRef, APFloat terms,
+                                   APFloat reuse, int64_t elements) {
+  if (!isPositiveFinite(terms))
+    return emitError() << "terms must be positive and finite, got "
+                       << terms.convertToDouble();
+  if (!isPositiveFinite(reuse))
+    return emitError() << "reuse must be positive and finite, got "
+                       << reuse.convertToDouble();
+  if (elements <= 0)
+    return emitError() << "elements must be positive, got " << elements;
+  return success();
+}
+
+LogicalResult ObserveAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t slot, int64_t consumer, int64_t grad,
+                                  std::optional<int64_t> aux) {
+  if (slot < 0)
+    return emitError() << "slot must be non-negative, got " << slot;
+  if (consumer < 0)
+    return emitError() << "consumer must be non-negative, got " << consumer;
+  if (grad < 0)
+    return emitError() << "grad operand must be non-negative, got " << grad;
+  if (aux && *aux < 0)
+    return emitError() << "aux operand must be non-negative, got " << *aux;
+  return success();
+}
+
+LogicalResult SiteAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               StringRef, Codec codec, int64_t bytes,
+                               BoundAttr bound,
+                               ArrayRef<ConsumerAttr> consumers) {
+  if (bytes < 0)
+    return emitError() << "bytes must be non-negative, got " << bytes;
+  if (isLossy(codec) != static_cast<bool>(bound))
+    return emitError() << "codec '" << stringifyCodec(codec) << "' "
+                       << (bound ? "takes no bound" : "needs a bound");
+  if (!consumers.empty() && (!bound || !bound.getSlot()))
+    return emitError() << "consumers need a slot in the bound";
+  return success();
+}
+
+/// The array attribute `attr` of `op`, each element of type `AttrT`.
+template <typename AttrT>
+static FailureOr<SmallVector<AttrT>> arrayOf(Operation *op, NamedAttribute attr,
+                                             StringRef what) {
+  auto arr = dyn_cast<ArrayAttr>(attr.getValue());
+  SmallVector<AttrT> out;
+  if (arr)
+    for (Attribute a : arr)
+      if (auto e = dyn_cast<AttrT>(a))
+        out.push_back(e);
+  if (!arr || out.size() != arr.size() || out.empty())
+    return op->emitOpError("'") << attr.getName().getValue()
+                                << "' must be a non-empty array of " << what;
+  return out;
+}
+
+LogicalResult CometDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kTuneAttrName) {
+    auto c = dyn_cast<CompressOp>(op);
+    if (!c || !c.getBound() || !c.getBound()->getSlot())
+      return op->emitOpError("'")
+             << name << "' belongs on a comet.compress with a slotted bound";
+    return arrayOf<ConsumerAttr>(op, attr, "#comet.consumer");
+  }
+  if (name == kObserveAttrName) {
+    auto entries = arrayOf<ObserveAttr>(op, attr, "#comet.observe");
+    if (failed(entries))
+      return failure();
+    int64_t n = op->getNumOperands();
+    for (ObserveAttr e : *entries)
+      if (e.getGrad() >= n || (e.getAux() && *e.getAux() >= n))
+        return op->emitOpError("'")
+               << name << "' names operand "
+               << (e.getGrad() >= n ? e.getGrad() : *e.getAux())
+               << " but the op has " << n << " operands";
+    return success();
+  }
+  if (name == kSitesAttrName) {
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitOpError("'") << name << "' belongs on a function";
+    auto sites = arrayOf<SiteAttr>(op, attr, "#comet.site");
+    if (failed(sites))
+      return failure();
+    llvm::SmallDenseSet<int64_t> slots;
+    for (SiteAttr s : *sites)
+      if (s.getBound() && s.getBound().getSlot() &&
+          !slots.insert(*s.getBound().getSlot()).second)
+        return op->emitOpError("'")
+               << name << "' uses slot " << *s.getBound().getSlot() << " twice";
+    return success();
+  }
+  return op->emitOpError("unknown comet attribute '") << name << "'";
 }
 
 //===----------------------------------------------------------------------===//

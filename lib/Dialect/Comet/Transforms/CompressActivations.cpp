@@ -17,6 +17,7 @@
 #include "comet/Analysis/ActivationLiveness.h"
 #include "comet/Analysis/ErrorBounds.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"
+#include "comet/Dialect/ONNX/IR/ONNXOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -160,21 +161,22 @@ struct Plan {
   /// For the runtime's bound tuner: one comet.tune entry per consumer that
   /// got a bound, and those consumers (docs/tuning.md).
   SmallVector<Attribute> tune;
-  SmallVector<Operation *> tuneOps;
+  SmallVector<onnx::SavedActivationOpInterface> tuneOps;
 };
 
 /// The parameter whose gradient `consumer` forms: the accumulation buffer
 /// (`<param>_grad.accumulation.buffer`) that its weight-gradient result
 /// reaches through a few ops, else "".
-std::string paramOf(Operation *consumer, unsigned gradResult) {
-  if (gradResult >= consumer->getNumResults())
+std::string paramOf(onnx::SavedActivationOpInterface consumer) {
+  std::optional<unsigned> gradResult = consumer.getWeightGradResult();
+  if (!gradResult || *gradResult >= consumer->getNumResults())
     return "";
   SmallVector<std::pair<Operation *, unsigned>> work;
-  for (Operation *u : consumer->getResult(gradResult).getUsers())
+  for (Operation *u : consumer->getResult(*gradResult).getUsers())
     work.push_back({u, 0});
   while (!work.empty()) {
     auto [op, depth] = work.pop_back_val();
-    if (op->getName().getStringRef().ends_with("InPlaceAccumulatorV2")) {
+    if (isa<onnx::InPlaceAccumulatorV2Op>(op)) {
       auto arg = dyn_cast<BlockArgument>(op->getOperand(0));
       if (!arg)
         continue;
@@ -208,37 +210,39 @@ bool derivesFrom(Value v, Value root, unsigned depth = 0) {
                       [&](Value o) { return derivesFrom(o, root, depth + 1); });
 }
 
-int64_t dimOr(int64_t d, int64_t dyn) {
-  return ShapedType::isDynamic(d) ? dyn : d;
+/// The operand of `consumer` that reads the saved activation, which the
+/// decompress `d` feeds: the first saved-activation operand computed from
+/// it, else the last saved-activation operand.
+unsigned activationOperand(onnx::SavedActivationOpInterface consumer, Value d) {
+  std::optional<unsigned> last;
+  for (unsigned i = 0, e = consumer->getNumOperands(); i < e; ++i) {
+    if (!consumer.getSavedActivationKind(i))
+      continue;
+    if (derivesFrom(consumer->getOperand(i), d))
+      return i;
+    last = i;
+  }
+  return last.value_or(0);
 }
 
-int64_t intAttrOr(Operation *op, StringRef name, int64_t dflt) {
-  if (auto a = op->getAttrOfType<IntegerAttr>(name))
-    return a.getInt();
-  return dflt;
-}
-
-/// An i64 list attribute, as DenseI64ArrayAttr (the onnx dialect) or an
-/// ArrayAttr of integers (generic IR).
-SmallVector<int64_t> i64List(Operation *op, StringRef name) {
-  SmallVector<int64_t> out;
-  Attribute a = op->getAttr(name);
-  if (auto d = dyn_cast_or_null<DenseI64ArrayAttr>(a))
-    out.assign(d.asArrayRef().begin(), d.asArrayRef().end());
-  else if (auto arr = dyn_cast_or_null<ArrayAttr>(a))
-    for (Attribute e : arr)
-      if (auto i = dyn_cast<IntegerAttr>(e))
-        out.push_back(i.getInt());
-  return out;
+WeightGradKind toWeightGradKind(onnx::WeightGradForm f) {
+  switch (f) {
+  case onnx::WeightGradForm::Conv:
+    return WeightGradKind::conv;
+  case onnx::WeightGradForm::Gemm:
+    return WeightGradKind::gemm;
+  case onnx::WeightGradForm::BatchNorm:
+    return WeightGradKind::batchnorm;
+  }
+  llvm_unreachable("unknown weight-gradient form");
 }
 
 /// Follows layout ops (whose uses ActivationLiveness looks through) to the
 /// ops that actually form the weight gradient.
 void collectGradConsumers(Operation *user, SmallVectorImpl<Operation *> &out,
                           unsigned depth = 0) {
-  StringRef t = getOpType(user);
-  if (t == "ConvGrad" || t == "BatchNormalizationGrad" ||
-      isMatMulLikeOpType(t) || depth > 8) {
+  auto sa = dyn_cast<onnx::SavedActivationOpInterface>(user);
+  if ((sa && sa.getWeightGradForm()) || depth > 8) {
     out.push_back(user);
     return;
   }
@@ -270,20 +274,12 @@ LogicalResult CompressActivationsPass::validateOptions(std::string &err) {
     err = "min-bytes must be non-negative, got " + std::to_string(minBytes);
   else if (minDistance < 1)
     err = "min-distance must be at least 1, got " + std::to_string(minDistance);
-  else if (policy != "all" && policy != "budget")
-    err = "policy must be 'all' or 'budget', got '" + policy + "'";
-  else if (policy == "budget" && memoryBudget < 0)
+  else if (policy == CompressPolicy::Budget && memoryBudget < 0)
     err = "policy=budget needs memory-budget=BYTES";
-  else if (policy == "all" && memoryBudget >= 0)
+  else if (policy == CompressPolicy::All && memoryBudget >= 0)
     err = "memory-budget is only used with policy=budget";
-  else if (codec != "auto" && codec != "sz" && codec != "mask")
-    err = "codec must be 'auto', 'sz' or 'mask', got '" + codec + "'";
-  else if (batchNorm != "sz" && batchNorm != "keep")
-    err = "batchnorm must be 'sz' or 'keep', got '" + batchNorm + "'";
   else if (!(invStdPrior > 0))
     err = "inv-std-prior must be positive";
-  else if (rule != "comet" && rule != "acgc")
-    err = "rule must be 'comet' or 'acgc', got '" + rule + "'";
   else if (!(sigmaFactor > 0) || !(nonZeroPrior > 0) || nonZeroPrior > 1 ||
            !(gradPrior > 0) || !(momentumPrior > 0) || !(acgcEnergy > 0) ||
            !(acgcNormRatio > 0))
@@ -329,7 +325,7 @@ CompressActivationsPass::chooseCodec(const ActivationLiveness &la,
       collectGradConsumers(u.directUser, plan.gradConsumers);
       break;
     case ConsumerKind::BatchNorm:
-      if (batchNorm == "keep")
+      if (batchNorm == BatchNormPolicy::Keep)
         other = true;
       grad = true;
       plan.gradConsumers.push_back(u.directUser);
@@ -345,9 +341,9 @@ CompressActivationsPass::chooseCodec(const ActivationLiveness &la,
     return std::nullopt;
   Type elt = cast<RankedTensorType>(v.value.getType()).getElementType();
   std::optional<Codec> chosen;
-  if (mask && !grad && codec != "sz")
+  if (mask && !grad && codec != CodecChoice::Sz)
     chosen = Codec::mask;
-  else if (grad && codec != "mask")
+  else if (grad && codec != CodecChoice::Mask)
     chosen = Codec::sz;
   if (chosen && !codecSupportsElementType(*chosen, elt))
     return std::nullopt;
@@ -375,76 +371,40 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
     }
 
   double eb = 0;
-  for (Operation *consumer : plan.gradConsumers) {
-    StringRef t = getOpType(consumer);
-    // N: terms summed per weight-gradient element; u: reuse of each input
-    // element (AC-GC).
-    double numTerms = 1, reuse = 1, nonZero = s.nonZero.value_or(nonZeroPrior);
-    // Error in x reaches xhat = (x - mean) * inv_std scaled by inv_std.
+  for (Operation *op : plan.gradConsumers) {
+    auto consumer = dyn_cast<onnx::SavedActivationOpInterface>(op);
+    std::optional<onnx::WeightGradForm> form =
+        consumer ? consumer.getWeightGradForm() : std::nullopt;
+    // N: terms summed per weight-gradient element.
+    std::optional<double> terms =
+        form ? consumer.getSummedTerms(dyn) : std::nullopt;
+    if (!terms || !(*terms > 0))
+      continue;
+    double numTerms = *terms;
+    // u: reuse of each input element (AC-GC).
+    double reuse = consumer.getKernelArea() / consumer.getStrideProduct();
+    if (!(reuse > 0))
+      reuse = 1;
+    double nonZero = s.nonZero.value_or(nonZeroPrior);
+    // Error in x reaches xhat = (x - mean) * inv_std scaled by inv_std;
+    // batch-norm inputs are dense.
     double gain = 1;
-    if (t == "BatchNormalizationGrad") {
-      // dscale[c] sums dY * xhat over batch * H * W; BN inputs are dense.
-      auto dy = dyn_cast<RankedTensorType>(consumer->getOperand(0).getType());
-      if (!dy || dy.getRank() < 2)
-        continue;
-      numTerms = dimOr(dy.getDimSize(0), dyn);
-      for (int64_t d : dy.getShape().drop_front(2))
-        numTerms *= dimOr(d, dyn);
+    if (consumer.getInvStdOperand()) {
       nonZero = 1;
       gain = s.invStd.value_or(invStdPrior);
-    } else if (t == "ConvGrad") {
-      auto dy = dyn_cast<RankedTensorType>(consumer->getOperand(0).getType());
-      if (!dy || dy.getRank() < 3)
-        continue;
-      numTerms = dimOr(dy.getDimSize(0), dyn);
-      for (int64_t d : dy.getShape().drop_front(2))
-        numTerms *= dimOr(d, dyn);
-      double kernel = 1, stride = 1;
-      SmallVector<int64_t> ks = i64List(consumer, "kernel_shape");
-      if (!ks.empty()) {
-        for (int64_t k : ks)
-          kernel *= k;
-      } else if (consumer->getNumOperands() > 2) {
-        if (auto w =
-                dyn_cast<RankedTensorType>(consumer->getOperand(2).getType()))
-          for (int64_t d : w.getShape().drop_front(2))
-            kernel *= dimOr(d, 1);
-      }
-      for (int64_t st : i64List(consumer, "strides"))
-        stride *= std::max<int64_t>(st, 1);
-      reuse = kernel / stride;
-    } else {
-      // Gemm / MatMul: each dW element sums over the contraction dimension.
-      auto a = dyn_cast<RankedTensorType>(consumer->getOperand(0).getType());
-      if (!a || a.getRank() < 1)
-        continue;
-      bool transA = intAttrOr(consumer, "transA", 0) != 0;
-      int64_t k = a.getRank() >= 2 && transA ? a.getDimSize(a.getRank() - 2)
-                                             : a.getDimSize(a.getRank() - 1);
-      numTerms = dimOr(k, dyn);
     }
-    {
-      Builder b(consumer->getContext());
-      StringRef kind = t == "BatchNormalizationGrad" ? "batchnorm"
-                       : t == "ConvGrad"             ? "conv"
-                                                     : "gemm";
-      plan.tune.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("kind", b.getStringAttr(kind)),
-           b.getNamedAttr("terms", b.getF64FloatAttr(numTerms)),
-           b.getNamedAttr("reuse", b.getF64FloatAttr(reuse > 0 ? reuse : 1)),
-           b.getNamedAttr("elements", b.getF64FloatAttr(double(v.numElements))),
-           b.getNamedAttr("param", b.getStringAttr(paramOf(
-                                       consumer, kind == "gemm" ? 0 : 1)))}));
-      plan.tuneOps.push_back(consumer);
-    }
+    plan.tune.push_back(
+        ConsumerAttr::get(consumer->getContext(), toWeightGradKind(*form),
+                          paramOf(consumer), numTerms, reuse, v.numElements));
+    plan.tuneOps.push_back(consumer);
     double e;
-    if (rule == "acgc") {
+    if (rule == BoundRule::Acgc) {
       AcgcBoundParams p;
       p.energyFraction = acgcEnergy;
       p.weightGradNormSq = s.gwNormSq.value_or(acgcNormRatio);
       p.outputGradNormSq = s.gyNormSq.value_or(1.0);
       p.activationElements = static_cast<double>(v.numElements);
-      p.reuse = reuse > 0 ? reuse : 1;
+      p.reuse = reuse;
       e = acgcErrorBound(p) / gain;
     } else {
       CometBoundParams p;
@@ -585,11 +545,14 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
 
   std::vector<Plan> plans;
   for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
+    ++numCandidates;
     Plan p;
     p.cand = c;
     std::optional<Codec> cd = chooseCodec(la, c, p);
-    if (!cd)
+    if (!cd) {
+      ++numKept;
       continue;
+    }
     const ValueInfo &v = la.getValue(c.valueId);
     p.codec = *cd;
     p.bytes = v.bytes;
@@ -603,11 +566,12 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
 
   SmallVector<unsigned> selected;
   bool reachable = true;
-  if (policy == "budget")
+  if (policy == CompressPolicy::Budget)
     selected = selectForBudget(la, plans, reachable);
   else
     for (unsigned i = 0; i < plans.size(); ++i)
       selected.push_back(i);
+  numNotSelected += plans.size() - selected.size();
 
   // Bounds and slots, in definition order of the selected values.
   SmallVector<Plan *> toRewrite;
@@ -619,11 +583,14 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
       if (!(p.eb > 0)) {
         emitRemark(la.getValue(p.cand.valueId).value.getLoc())
             << "not compressed: no error bound could be derived";
+        ++numNoBound;
         continue;
       }
       ++nextSlot;
     }
     toRewrite.push_back(&p);
+    ++(p.codec == Codec::mask ? numMask : numSz);
+    bytesSaved += p.bytes - p.storedBytes;
   }
 
   // Collect the far operands first: the rewrite adds uses.
@@ -660,28 +627,27 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
       o->set(d.getResult());
 
     // Where the tuner's statistics come from: comet.tune on the compress,
-    // [slot, consumer, dY operand, inv_std operand or -1] on each consumer.
+    // comet.observe (dY and 1/std operands) on each consumer.
     if (p->slot && !p->tune.empty()) {
-      c->setAttr("comet.tune", b.getArrayAttr(p->tune));
+      c->setAttr(CometDialect::kTuneAttrName, b.getArrayAttr(p->tune));
       for (auto [ci, op] : llvm::enumerate(p->tuneOps)) {
-        StringRef t = getOpType(op);
-        int64_t dy = 0, aux = -1;
-        if (t == "BatchNormalizationGrad")
-          aux = 4;
-        else if (t != "ConvGrad" && op->getNumOperands() > 1 &&
-                 derivesFrom(op->getOperand(0), d.getResult()))
-          dy = 1;
+        unsigned dy =
+            op.getOutputGradOperand(activationOperand(op, d.getResult()));
+        std::optional<int64_t> aux;
+        if (std::optional<unsigned> invStd = op.getInvStdOperand())
+          aux = *invStd;
         SmallVector<Attribute> entries;
-        if (auto old = op->getAttrOfType<ArrayAttr>("comet.observe"))
+        if (auto old =
+                op->getAttrOfType<ArrayAttr>(CometDialect::kObserveAttrName))
           entries.assign(old.begin(), old.end());
-        entries.push_back(b.getDenseI64ArrayAttr(
-            {*p->slot, static_cast<int64_t>(ci), dy, aux}));
-        op->setAttr("comet.observe", b.getArrayAttr(entries));
+        entries.push_back(
+            ObserveAttr::get(ctx, *p->slot, static_cast<int64_t>(ci), dy, aux));
+        op->setAttr(CometDialect::kObserveAttrName, b.getArrayAttr(entries));
       }
     }
   }
 
-  if (policy == "budget") {
+  if (policy == CompressPolicy::Budget) {
     // Check the rewritten function: this is the peak the report will show.
     ActivationLiveness after(func);
     after.setOptions(opts);

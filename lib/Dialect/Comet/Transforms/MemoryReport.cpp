@@ -324,6 +324,8 @@ void MemoryReportPass::runOnOperation() {
     auto &la = getChildAnalysis<ActivationLiveness>(func);
     la.setOptions(opts);
     SmallVector<Candidate> cands = la.getCandidates(minBytes, minDistance);
+    ++numFunctions;
+    numCandidates += cands.size();
     printTable(llvm::errs(), func.getName(), la, cands);
     if (j)
       writeJson(*j, func.getName(), la, cands);

@@ -22,9 +22,9 @@
 // LENET: comet.compress %{{.*}} : tensor<?x4x28x28xf32> -> !comet.compressed<tensor<?x4x28x28xf32>, mask>
 // LENET: %[[Y:.*]], %{{.*}} = onnx.MaxPool
 // LENET: onnx.Conv(%[[Y]],
-// LENET-NEXT: comet.compress %[[Y]] bound <abs = 4.33012701892{{[0-9]*}}E-4, slot = 0> {comet.tune = [{{.*}}kind = "conv", param = "conv2.weight"{{.*}}}]} : tensor<?x4x14x14xf32> -> !comet.compressed<tensor<?x4x14x14xf32>, sz>
+// LENET-NEXT: comet.compress %[[Y]] bound <abs = 4.33012701892{{[0-9]*}}E-4, slot = 0> {comet.tune = [#comet.consumer<kind = conv, param = "conv2.weight", {{.*}}>]} : tensor<?x4x14x14xf32> -> !comet.compressed<tensor<?x4x14x14xf32>, sz>
 // LENET: comet.compress %{{.*}} : tensor<?x8x10x10xf32> -> !comet.compressed<tensor<?x8x10x10xf32>, mask>
-// LENET: comet.compress %{{.*}} bound <abs = 0.00433012701{{[0-9]*}}, slot = 1> {comet.tune = [{{.*}}kind = "gemm", param = "fc1.weight"{{.*}}}]} : tensor<?x200xf32> -> !comet.compressed<tensor<?x200xf32>, sz>
+// LENET: comet.compress %{{.*}} bound <abs = 0.00433012701{{[0-9]*}}, slot = 1> {comet.tune = [#comet.consumer<kind = gemm, param = "fc1.weight", {{.*}}>]} : tensor<?x200xf32> -> !comet.compressed<tensor<?x200xf32>, sz>
 // LENET-NOT: comet.compress %{{.*}} : tensor<?x{{.*}}xi64>
 // LENET-COUNT-4: comet.decompress
 
@@ -33,8 +33,10 @@
 // ERR-NOFILE: error: comet-compress-activations: cannot read profile '{{.*}}does-not-exist.json': No such file or directory
 // ERR-BADJSON: error: comet-compress-activations: profile '{{.*}}bad-profile.json' is not valid JSON: {{.+}}
 // ERR-FIELD: error: comet-compress-activations: profile '{{.*}}bad-field-profile.json': slots.0.Lbar must be a positive number
-// ERR-CODEC: error: comet-compress-activations: codec must be 'auto', 'sz' or 'mask', got 'zfp'
-// ERR-POLICY: error: comet-compress-activations: policy must be 'all' or 'budget', got 'some'
+// An unknown word for an enum option is a parse error that lists none of
+// the pass's own checks.
+// ERR-CODEC: for the --codec option: Cannot find option named 'zfp'!
+// ERR-POLICY: for the --policy option: Cannot find option named 'some'!
 
 // A LeNet-like training graph: exact placement of compress/decompress; the
 // mask codec for a value that only ReluGrad reads far away; sz for the input
@@ -49,12 +51,12 @@
 // CHECK-NEXT: {{"?}}onnx.Constant{{"?}}
 // CHECK-NEXT: %[[F:.*]] = {{"?}}onnx.Reshape{{"?}}(%[[R1]],
 // CHECK-NEXT: {{"?}}onnx.Gemm{{"?}}(%[[F]],
-// CHECK-NEXT: %[[S:.*]] = comet.compress %[[F]] bound <abs = 0.01732050807{{[0-9]*}}, slot = 0> {comet.tune = [{elements = 6.400000e+01 : f64, kind = "gemm", param = "fc1.weight", reuse = 1.000000e+00 : f64, terms = 2.000000e+00 : f64}]} : tensor<2x32xf32> -> !comet.compressed<tensor<2x32xf32>, sz>
+// CHECK-NEXT: %[[S:.*]] = comet.compress %[[F]] bound <abs = 0.01732050807{{[0-9]*}}, slot = 0> {comet.tune = [#comet.consumer<kind = gemm, param = "fc1.weight", terms = 2.000000e+00, reuse = 1.000000e+00, elements = 64>]} : tensor<2x32xf32> -> !comet.compressed<tensor<2x32xf32>, sz>
 // CHECK-NEXT: {{"?}}onnx.SoftmaxCrossEntropyLoss{{"?}}
 // CHECK-NEXT: {{"?}}onnx.Constant{{"?}}
 // CHECK-NEXT: %[[DL:.*]] = {{"?}}onnx.SoftmaxCrossEntropyLossGrad{{"?}}
 // CHECK-NEXT: %[[FD:.*]] = comet.decompress %[[S]] : !comet.compressed<tensor<2x32xf32>, sz> -> tensor<2x32xf32>
-// CHECK-NEXT: {{"?}}onnx.Gemm{{"?}}(%[[DL]], %[[FD]],{{.*}}comet.observe = [array<i64: 0, 0, 0, -1>]
+// CHECK-NEXT: {{"?}}onnx.Gemm{{"?}}(%[[DL]], %[[FD]],{{.*}}comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 0>]
 // CHECK-NEXT: {{"?}}onnx.Gemm{{"?}}(%[[DL]], %arg2,
 // CHECK-NEXT: {{"?}}onnx.Constant{{"?}}
 // CHECK-NEXT: %[[DR:.*]] = {{"?}}onnx.Reshape{{"?}}
@@ -118,9 +120,9 @@ func.func @lenet_like(%x: tensor<2x1x6x6xf32> {onnx.name = "input"},
 // CHECK-LABEL: func.func @several_far_uses
 // CHECK: %[[A:.*]] = {{"?}}onnx.Relu{{"?}}(%arg0)
 // CHECK-NEXT: {{"?}}onnx.Conv{{"?}}(%[[A]], %arg1,
-// CHECK-NEXT: %[[H:.*]] = comet.compress %[[A]] bound <abs = 0.00433012701{{[0-9]*}}, slot = 0> {comet.tune = [{elements = 1.440000e+02 : f64, kind = "conv", param = "conv.weight", reuse = 9.000000e+00 : f64, terms = 3.200000e+01 : f64}]} : tensor<2x2x6x6xf32> -> !comet.compressed<tensor<2x2x6x6xf32>, sz>
+// CHECK-NEXT: %[[H:.*]] = comet.compress %[[A]] bound <abs = 0.00433012701{{[0-9]*}}, slot = 0> {comet.tune = [#comet.consumer<kind = conv, param = "conv.weight", terms = 3.200000e+01, reuse = 9.000000e+00, elements = 144>]} : tensor<2x2x6x6xf32> -> !comet.compressed<tensor<2x2x6x6xf32>, sz>
 // CHECK: %[[D:.*]] = comet.decompress %[[H]]
-// CHECK-NEXT: {{"?}}onnx.ConvGrad{{"?}}(%{{.*}}, %[[D]], %arg1) {comet.observe = [array<i64: 0, 0, 0, -1>]
+// CHECK-NEXT: {{"?}}onnx.ConvGrad{{"?}}(%{{.*}}, %[[D]], %arg1) {comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 0>]
 // CHECK-NEXT: {{"?}}onnx.ReluGrad{{"?}}(%{{.*}}, %[[D]])
 // CHECK-NOT: comet.decompress
 
@@ -156,10 +158,13 @@ func.func @several_far_uses(%x: tensor<2x2x6x6xf32> {onnx.name = "input"},
 // CHECK-LABEL: func.func @batchnorm
 // CHECK: %[[C:.*]] = {{"?}}onnx.Conv{{"?}}(
 // CHECK-NEXT: {{"?}}onnx.BatchNormInternal{{"?}}(%[[C]],
-// CHECK-NEXT: comet.compress %[[C]] bound <abs = 0.00306186217{{[0-9]*}}, slot = 0> {comet.tune = [{elements = 6.400000e+01 : f64, kind = "batchnorm", param = "bn1.weight", reuse = 1.000000e+00 : f64, terms = 3.200000e+01 : f64}]} : tensor<2x2x4x4xf32> -> !comet.compressed<tensor<2x2x4x4xf32>, sz>
+// CHECK-NEXT: comet.compress %[[C]] bound <abs = 0.00306186217{{[0-9]*}}, slot = 0> {comet.tune = [#comet.consumer<kind = batchnorm, param = "bn1.weight", terms = 3.200000e+01, reuse = 1.000000e+00, elements = 64>]} : tensor<2x2x4x4xf32> -> !comet.compressed<tensor<2x2x4x4xf32>, sz>
 // CHECK-NEXT: %[[R:.*]] = {{"?}}onnx.Relu{{"?}}(
 // CHECK-NEXT: {{"?}}onnx.ReduceSum{{"?}}(%[[R]],
 // CHECK-NEXT: comet.compress %[[R]] : tensor<2x2x4x4xf32> -> !comet.compressed<tensor<2x2x4x4xf32>, mask>
+// The BatchNormalizationGrad observes dY (operand 0) and its saved 1/std
+// (operand 4) for slot 0.
+// CHECK: {{"?}}onnx.BatchNormalizationGrad{{"?}}({{.*}}comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 0, aux = 4>]
 
 // SZ-LABEL: func.func @batchnorm
 // SZ-NOT: = comet.compress

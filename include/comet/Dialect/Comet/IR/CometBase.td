@@ -24,6 +24,17 @@ def Comet_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  // comet.tune, comet.observe and comet.sites carry typed attributes.
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// On a lossy comet.compress: its weight-gradient consumers, an array
+    /// of #comet.consumer.
+    static constexpr ::llvm::StringLiteral kTuneAttrName = "comet.tune";
+    /// On a consumer: the statistics it feeds, an array of #comet.observe.
+    static constexpr ::llvm::StringLiteral kObserveAttrName = "comet.observe";
+    /// On a lowered function: its compress sites, an array of #comet.site.
+    static constexpr ::llvm::StringLiteral kSitesAttrName = "comet.sites";
+  }];
 }
 
 // The runtime's numbering (comet_rt_codec in comet/runtime/codec.h);
@@ -41,6 +52,23 @@ def Comet_Codec : I32EnumAttr<"Codec", "activation codec", [
     - `mask`: lossless for consumers that read only `x > 0` (ReluGrad); one bit
       per element. Decompression yields 1 where x > 0 and 0 elsewhere.
     - `raw`: an uncompressed copy; useful as a baseline.
+  }];
+}
+
+def Comet_WeightGradConv : I32EnumAttrCase<"conv", 0>;
+def Comet_WeightGradGemm : I32EnumAttrCase<"gemm", 1>;
+def Comet_WeightGradBatchNorm : I32EnumAttrCase<"batchnorm", 2>;
+def Comet_WeightGradKind : I32EnumAttr<"WeightGradKind",
+    "form of a weight gradient that reads a compressed activation", [
+    Comet_WeightGradConv, Comet_WeightGradGemm, Comet_WeightGradBatchNorm]> {
+  let cppNamespace = "::comet";
+  let genSpecializedAttr = 0;
+  let description = [{
+    Which bound rule applies to a consumer (docs/error-bounds.md):
+    - `conv`: a ConvGrad's dW, summed over batch and output pixels;
+    - `gemm`: a Gemm or MatMul's dW, summed over the contraction dimension;
+    - `batchnorm`: a BatchNormalizationGrad's dscale, summed over batch and
+      pixels, the error scaled by 1/std.
   }];
 }
 

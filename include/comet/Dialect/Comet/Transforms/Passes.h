@@ -9,6 +9,15 @@
 
 namespace comet {
 
+/// comet-compress-activations' `policy`.
+enum class CompressPolicy { All, Budget };
+/// comet-compress-activations' `codec`.
+enum class CodecChoice { Auto, Sz, Mask };
+/// comet-compress-activations' `rule`.
+enum class BoundRule { Comet, Acgc };
+/// comet-compress-activations' `batchnorm`.
+enum class BatchNormPolicy { Sz, Keep };
+
 #define GEN_PASS_DECL
 #include "comet/Dialect/Comet/Transforms/Passes.h.inc"
 

@@ -50,6 +50,10 @@ def CometMemoryReport : Pass<"comet-memory-report", "mlir::ModuleOp"> {
     Option<"minDistance", "min-distance", "int64_t", /*default=*/"4",
            "Steps after its definition from which a use is far">,
   ];
+  let statistics = [
+    Statistic<"numFunctions", "functions", "Functions reported">,
+    Statistic<"numCandidates", "candidates", "Candidates listed">,
+  ];
 }
 
 def CometCompressActivations
@@ -105,14 +109,30 @@ def CometCompressActivations
            "Smallest value (bytes) worth compressing">,
     Option<"minDistance", "min-distance", "int64_t", /*default=*/"4",
            "Steps after its definition from which a use is far">,
-    Option<"policy", "policy", "std::string", /*default=*/"\"all\"",
-           "all | budget">,
+    Option<"policy", "policy", "::comet::CompressPolicy",
+           /*default=*/"::comet::CompressPolicy::All",
+           "Which candidates to compress",
+           [{::llvm::cl::values(
+             clEnumValN(::comet::CompressPolicy::All, "all", "every candidate"),
+             clEnumValN(::comet::CompressPolicy::Budget, "budget",
+                        "the fewest that reach memory-budget"))}]>,
     Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"-1",
            "Peak bytes to reach with policy=budget">,
-    Option<"codec", "codec", "std::string", /*default=*/"\"auto\"",
-           "auto | sz | mask">,
-    Option<"rule", "rule", "std::string", /*default=*/"\"comet\"",
-           "Error-bound rule: comet | acgc">,
+    Option<"codec", "codec", "::comet::CodecChoice",
+           /*default=*/"::comet::CodecChoice::Auto",
+           "Codecs to use",
+           [{::llvm::cl::values(
+             clEnumValN(::comet::CodecChoice::Auto, "auto",
+                        "mask or sz, from what the far consumers read"),
+             clEnumValN(::comet::CodecChoice::Sz, "sz", "sz only"),
+             clEnumValN(::comet::CodecChoice::Mask, "mask", "mask only"))}]>,
+    Option<"rule", "rule", "::comet::BoundRule",
+           /*default=*/"::comet::BoundRule::Comet", "Error-bound rule",
+           [{::llvm::cl::values(
+             clEnumValN(::comet::BoundRule::Comet, "comet",
+                        "COMET's variance bound"),
+             clEnumValN(::comet::BoundRule::Acgc, "acgc",
+                        "AC-GC's energy bound"))}]>,
     Option<"sigmaFactor", "k", "double", /*default=*/"0.01",
            "COMET: sigma = k * mean|momentum|">,
     Option<"nonZeroPrior", "nonzero-prior", "double", /*default=*/"0.5",
@@ -125,8 +145,14 @@ def CometCompressActivations
            "AC-GC: tolerated relative gradient-error energy e">,
     Option<"acgcNormRatio", "acgc-norm-ratio", "double", /*default=*/"1.0",
            "AC-GC prior of ||g_W||^2 / ||g_Y||^2">,
-    Option<"batchNorm", "batchnorm", "std::string", /*default=*/"\"sz\"",
-           "BatchNormalizationGrad inputs: sz (tightest channel) | keep">,
+    Option<"batchNorm", "batchnorm", "::comet::BatchNormPolicy",
+           /*default=*/"::comet::BatchNormPolicy::Sz",
+           "BatchNormalizationGrad inputs",
+           [{::llvm::cl::values(
+             clEnumValN(::comet::BatchNormPolicy::Sz, "sz",
+                        "sz with the bound of the tightest channel"),
+             clEnumValN(::comet::BatchNormPolicy::Keep, "keep",
+                        "kept uncompressed"))}]>,
     Option<"invStdPrior", "inv-std-prior", "double", /*default=*/"1.0",
            "Prior of the largest per-channel 1/sqrt(var + eps) of a BatchNorm">,
     Option<"batchSize", "batch-size", "int64_t", /*default=*/"32",
@@ -135,6 +161,21 @@ def CometCompressActivations
            "Assumed sz compression ratio (budget estimates)">,
     Option<"profilePath", "profile", "std::string", /*default=*/"\"\"",
            "JSON file of measured statistics per slot or value name">,
+  ];
+  let statistics = [
+    Statistic<"numCandidates", "candidates",
+              "Candidates of the liveness analysis">,
+    Statistic<"numKept", "kept",
+              "Candidates kept: no codec fits their far consumers">,
+    Statistic<"numNotSelected", "not-selected",
+              "Candidates that policy=budget left uncompressed">,
+    Statistic<"numNoBound", "no-bound",
+              "Lossy candidates left uncompressed: no bound could be derived">,
+    Statistic<"numMask", "compressed-mask", "Values compressed with mask">,
+    Statistic<"numSz", "compressed-sz", "Values compressed with sz">,
+    Statistic<"bytesSaved", "bytes-saved",
+              "Estimated bytes saved: tensor minus stored bytes, summed over "
+              "the compressed values">,
   ];
 }
 

@@ -1,4 +1,4 @@
-//===- ONNXBase.td - The onnx dialect, its types and interfaces -*- tablegen -*-===//
+//===- ONNXBase.td - The onnx dialect and its types -------*- tablegen -*-===//
 #ifndef COMET_DIALECT_ONNX_IR_ONNXBASE_TD
 #define COMET_DIALECT_ONNX_IR_ONNXBASE_TD
 
@@ -6,6 +6,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinTypes.td"
 include "mlir/IR/CommonAttrConstraints.td"
+include "comet/Dialect/ONNX/IR/ONNXInterfaces.td"
 
 def ONNX_Dialect : Dialect {
   let name = "onnx";
@@ -49,21 +50,6 @@ def ONNX_SeqType : TypeDef<ONNX_Dialect, "Seq"> {
   }];
   let parameters = (ins "::mlir::Type":$elementType);
   let assemblyFormat = "`<` $elementType `>`";
-}
-
-def ONNX_TypeInferenceOpInterface : OpInterface<"TypeInferenceOpInterface"> {
-  let cppNamespace = "::comet::onnx";
-  let description = [{
-    Result types from operand types, attributes and constant operands, for
-    the values that a file gives no value_info. A result that cannot be
-    inferred at all is a null type; a shape that cannot be inferred is
-    unranked or has `?` dims.
-  }];
-  let methods = [
-    InterfaceMethod<"Infers one type per result (null where unknown).",
-      "::mlir::LogicalResult", "inferResultTypes",
-      (ins "::llvm::SmallVectorImpl<::mlir::Type> &":$types)>
-  ];
 }
 
 // ONNX INT attributes are signed; I64Attr's getter would zero-extend.

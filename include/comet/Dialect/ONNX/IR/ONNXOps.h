@@ -13,6 +13,32 @@
 #define GET_TYPEDEF_CLASSES
 #include "comet/Dialect/ONNX/IR/ONNXTypes.h.inc"
 
+namespace comet::onnx {
+/// How a backward op reads a saved activation (SavedActivationOpInterface).
+enum class SavedActivationKind {
+  /// The activation side of a weight gradient (ConvGrad's X, a backward
+  /// Gemm/MatMul's non-gradient operand).
+  WeightGradInput,
+  /// BatchNormalizationGrad's X: read densely, its error scaled by 1/std.
+  BatchNormInput,
+  /// Only x > 0 matters (ReluGrad's X).
+  ReluMask,
+  /// Integer indices, read exactly (MaxPoolGrad's Indices).
+  PoolIndices,
+};
+
+/// The weight gradient a backward op forms, as an error-bound rule sees it.
+enum class WeightGradForm {
+  /// dW sums dY * X over batch and output pixels, each X read by the
+  /// kernel window.
+  Conv,
+  /// dW sums over the contraction dimension of a matrix product.
+  Gemm,
+  /// dscale sums dY * xhat over batch and pixels.
+  BatchNorm,
+};
+} // namespace comet::onnx
+
 #include "comet/Dialect/ONNX/IR/ONNXInterfaces.h.inc"
 
 #define GET_OP_CLASSES

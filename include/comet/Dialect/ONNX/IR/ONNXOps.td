@@ -114,7 +114,14 @@ def ONNX_GlobalAveragePoolOp : ONNX_Op<"GlobalAveragePool", "",
   let hasVerifier = 1;
 }
 
-def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure]> {
+def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure,
+    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
+       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+  let description = [{
+    In a backward pass (dW = Gemm(X, dY, transA = 1)) A or B is a saved
+    activation (SavedActivationOpInterface); N is A's contraction dimension.
+  }];
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B, ONNX_OptTensor:$C,
                        DefaultValuedAttr<F32Attr, "1.0">:$alpha,
                        DefaultValuedAttr<F32Attr, "1.0">:$beta,
@@ -124,7 +131,14 @@ def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure]> {
   let hasVerifier = 1;
 }
 
-def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul", [Pure]> {
+def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul", [Pure,
+    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
+       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+  let description = [{
+    In a backward pass A or B is a saved activation
+    (SavedActivationOpInterface); N is A's last dimension.
+  }];
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
@@ -222,7 +236,8 @@ def ONNX_SoftmaxCrossEntropyLossOp : ONNX_Op<"SoftmaxCrossEntropyLoss", "",
 //===----------------------------------------------------------------------===//
 
 def ONNX_MaxPoolGradOp : ONNX_Op<"MaxPoolGrad", "",
-    "Gradient of MaxPool: scatter dY to the argmax indices", [Pure]> {
+    "Gradient of MaxPool: scatter dY to the argmax indices",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
   let arguments = !con((ins ONNX_Tensor:$dY, ONNX_Tensor:$Indices), MaxPoolAttrs);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
@@ -233,7 +248,10 @@ def ONNX_MaxPoolGradOp : ONNX_Op<"MaxPoolGrad", "",
 //===----------------------------------------------------------------------===//
 
 def ONNX_ConvGradOp : ONNX_Op<"ConvGrad", "com.microsoft",
-    "Gradients of Conv with respect to X, W and B", [Pure]> {
+    "Gradients of Conv with respect to X, W and B",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["getWeightGradForm", "getWeightGradResult", "getSummedTerms",
+       "getKernelArea", "getStrideProduct"]>]> {
   let description = [{
     Inputs are dY, the forward input X and the weight W; each result is
     optional (`none` where the graph does not need it). X is the activation
@@ -246,7 +264,8 @@ def ONNX_ConvGradOp : ONNX_Op<"ConvGrad", "com.microsoft",
 }
 
 def ONNX_ReluGradOp : ONNX_Op<"ReluGrad", "com.microsoft",
-    "dX = dY where X > 0, else 0", [Pure]> {
+    "dX = dY where X > 0, else 0",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
@@ -266,7 +285,14 @@ def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
 }
 
 def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
-    "com.microsoft", "Gradients of batch normalization", [Pure]> {
+    "com.microsoft", "Gradients of batch normalization",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
+       "getSummedTerms"]>]> {
+  let description = [{
+    `variance` is ONNX Runtime's saved 1/std (BatchNormInternal's
+    `saved_inv_std`). X is a saved activation (SavedActivationOpInterface).
+  }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X, ONNX_Tensor:$scale,
                        ONNX_Tensor:$mean, ONNX_Tensor:$variance,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
