@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what COMET needs on Debian bookworm, idempotently: apt packages that
-# are missing, and a pinned Python virtual environment in .venv.
+# are missing, a pinned Python virtual environment in .venv, and the export
+# environment .venv-export (Debian's torch and torchvision, see
+# python/requirements-export.txt).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -11,6 +13,7 @@ apt_pkgs=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev
   dataset-fashion-mnist
+  python3-venv python3-torch python3-torchvision
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do
@@ -31,6 +34,21 @@ want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "[setup] creating Python environment in .venv"
   python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root/python"
+  echo "$want" > "$stamp"
+fi
+
+# The export environment: Debian's /usr/bin/python3, which python3-torch and
+# python3-torchvision serve, with the pinned packages of
+# requirements-export.txt on top; refreshed only when that file changes.
+req="$root/python/requirements-export.txt"
+venv="$root/.venv-export"
+stamp="$venv/.requirements.sha256"
+want=$(sha256sum "$req" | cut -d' ' -f1)
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "[setup] creating the export environment in .venv-export"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root/python"
   echo "$want" > "$stamp"

@@ -5,6 +5,9 @@ Usage (see docs/models.md):
   python -m comet.export path/to/model.onnx --out DIR
   python -m comet.export --all --out test/fixtures/models
   python -m comet.export --list-ops DIR/training_model.onnx
+  python -m comet.export --torch-models DIR [--only cnn,transformer]
+                                                    # PyTorch models (needs torch:
+                                                    # run with .venv-export/bin/python)
 
 For each model DIR receives:
   model.onnx                 the forward graph with its initial weights
@@ -30,11 +33,27 @@ import tempfile
 from typing import Iterable
 
 import onnx
+from onnx import numpy_helper
 
 from . import ort_training
 from .models import BATCH_DIM, INPUT_NAME, MODELS, OPSET, OUTPUT_NAME
 
 OPTIMIZERS = ("adamw", "sgd")
+# Models defined in PyTorch (python/comet/torch_models.py), exported with
+# torch.onnx.export in training mode: name -> (ONNX opset, checked in under
+# test/fixtures/models).  torch 1.13 exports LayerNorm at opset 17 as a
+# one-output LayerNormalization, whose gradient ONNX Runtime 1.19 cannot
+# build; at opset 16 it is decomposed, hence the Transformer's opset.  The
+# two large ones (ResNet-18 has 45 MB of weights) are generated into the
+# build folder by scripts/export-torch-models.sh instead.
+TORCH_MODELS = {
+    "cnn": (17, True),
+    "transformer": (16, True),
+    "resnet18": (17, False),
+    "mobilenet_v2": (17, False),
+}
+TORCH_ENV_HINT = ("the PyTorch models need torch and torchvision: run with "
+                  ".venv-export/bin/python (made by scripts/setup.sh)")
 # The newest ONNX IR version that onnxruntime-training 1.19.2 loads.
 ORT_MAX_IR_VERSION = 10
 
@@ -96,22 +115,38 @@ def torch_to_onnx(module, opset: int = OPSET) -> onnx.ModelProto:
     models.  Only used when torch is installed."""
     import torch
 
+    import warnings
+
+    import torch
+
     module = module.to("cpu")
     dummy = torch.zeros(2, 1, 28, 28, dtype=torch.float32)
     buf = io.BytesIO()
     module.train()
+    # Tracing runs one training-mode forward, which moves the BatchNorm
+    # running statistics; the exported initializers take the values from
+    # before it, and the module gets them back.
+    before = {k: v.detach().clone() for k, v in module.state_dict().items()}
     kwargs = {}
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False  # the TorchScript exporter takes dynamic_axes
     # Training mode keeps BatchNormalization/Dropout as training ops (no
     # folding), which is what ORT's gradient builder expects.
-    torch.onnx.export(
-        module, (dummy,), buf,
-        input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
-        dynamic_axes={INPUT_NAME: {0: BATCH_DIM}, OUTPUT_NAME: {0: BATCH_DIM}},
-        opset_version=opset, do_constant_folding=False, export_params=True,
-        training=torch.onnx.TrainingMode.TRAINING, **kwargs)
+    with warnings.catch_warnings():
+        # "Removing mutation from node aten::add_ on block input
+        # '<bn>.num_batches_tracked'": a counter ONNX has no use for.
+        warnings.filterwarnings("ignore", message=".*num_batches_tracked")
+        torch.onnx.export(
+            module, (dummy,), buf,
+            input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
+            dynamic_axes={INPUT_NAME: {0: BATCH_DIM}, OUTPUT_NAME: {0: BATCH_DIM}},
+            opset_version=opset, do_constant_folding=False, export_params=True,
+            training=torch.onnx.TrainingMode.TRAINING, **kwargs)
+    module.load_state_dict(before)
     model = onnx.load_from_string(buf.getvalue())
+    for init in model.graph.initializer:
+        if init.name in before:
+            init.CopyFrom(numpy_helper.from_array(before[init.name].numpy(), init.name))
     # The artifacts builder expects the parameters as initializers only.
     init_names = {i.name for i in model.graph.initializer}
     kept = [i for i in model.graph.input if i.name not in init_names]
@@ -120,19 +155,35 @@ def torch_to_onnx(module, opset: int = OPSET) -> onnx.ModelProto:
     return model
 
 
+def torch_model(name: str, seed: int = 0) -> onnx.ModelProto:
+    """Build the PyTorch model `name` (a TORCH_MODELS key) with seed `seed`
+    and export it to ONNX at its opset; ImportError without torch."""
+    try:
+        from . import torch_models
+    except ImportError as e:
+        raise ImportError(f"{TORCH_ENV_HINT} ({e})") from e
+    opset, _ = TORCH_MODELS[name]
+    model = torch_to_onnx(torch_models.build(name, seed), opset=opset)
+    model.graph.name = name
+    return model
+
+
 def load_model(source, seed: int = 0) -> tuple[str, onnx.ModelProto]:
-    """Resolve a built-in model name, an .onnx path, an onnx.ModelProto or a
-    torch.nn.Module into (name, forward model)."""
+    """Resolve a built-in or PyTorch model name, an .onnx path, an
+    onnx.ModelProto or a torch.nn.Module into (name, forward model)."""
     if isinstance(source, onnx.ModelProto):
         return source.graph.name or "model", source
     if isinstance(source, (str, os.PathLike)):
         s = os.fspath(source)
         if s in MODELS:
             return s, MODELS[s](seed)
+        if s in TORCH_MODELS:
+            return s, torch_model(s, seed)
         if s.endswith(".onnx") and os.path.exists(s):
             return pathlib.Path(s).stem, onnx.load(s)
         raise ValueError(
-            f"unknown model {s!r}: expected one of {sorted(MODELS)} or an existing .onnx file")
+            f"unknown model {s!r}: expected one of {sorted(MODELS) + sorted(TORCH_MODELS)} "
+            "or an existing .onnx file")
     if ort_training.have_torch():
         import torch
 
@@ -266,9 +317,16 @@ def main(argv=None) -> int:
     p.add_argument("model", nargs="?", help=f"one of {sorted(MODELS)} or a forward .onnx file")
     p.add_argument("--out", help="output directory (with --all: the parent directory)")
     p.add_argument("--all", action="store_true", help="export every built-in model into OUT/<name>")
-    p.add_argument("--optimizer", default="adamw,sgd",
+    p.add_argument("--torch-models", metavar="DIR",
+                   help="export the PyTorch models into DIR/<name> (needs torch: run with "
+                        ".venv-export/bin/python)")
+    p.add_argument("--only", metavar="NAMES",
+                   help=f"with --torch-models: a comma list from {list(TORCH_MODELS)} "
+                        "(default: all)")
+    p.add_argument("--optimizer",
                    help="comma list from {adamw,sgd}; the first is optimizer_model.onnx, "
-                        "the others <name>_optimizer_model.onnx (default: adamw,sgd)")
+                        "the others <name>_optimizer_model.onnx (default: adamw,sgd; "
+                        "adamw with --torch-models)")
     p.add_argument("--seed", type=int, default=0, help="weight init seed (default 0)")
     p.add_argument("--list-ops", metavar="FILE", nargs="+",
                    help="print 'domain op_type count' for each ONNX file and exit")
@@ -301,10 +359,21 @@ def main(argv=None) -> int:
                     print(f"{d} {t} {k}")
         return 0
 
-    if not a.out:
+    if a.only and not a.torch_models:
+        p.error("--only goes with --torch-models")
+    default_opt = "adamw" if a.torch_models else "adamw,sgd"
+    opts = [o.strip() for o in (a.optimizer or default_opt).split(",") if o.strip()]
+    if a.torch_models:
+        if a.model or a.all or a.out:
+            p.error("--torch-models takes no model, --all or --out")
+        names = [n.strip() for n in (a.only or ",".join(TORCH_MODELS)).split(",") if n.strip()]
+        bad = [n for n in names if n not in TORCH_MODELS]
+        if bad:
+            p.error(f"unknown torch model(s) {bad}: expected names from {list(TORCH_MODELS)}")
+        jobs = [(n, pathlib.Path(a.torch_models) / n) for n in names]
+    elif not a.out:
         p.error("--out is required")
-    opts = [o.strip() for o in a.optimizer.split(",") if o.strip()]
-    if a.all:
+    elif a.all:
         if a.model:
             p.error("--all takes no model argument")
         jobs = [(n, pathlib.Path(a.out) / n) for n in MODELS]
@@ -315,7 +384,7 @@ def main(argv=None) -> int:
     for src, out in jobs:
         try:
             paths = export_artifacts(src, out, opts, seed=a.seed, quiet=not a.verbose)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, ImportError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         print(f"{src}: " + " ".join(sorted(pp.name for pp in paths.values())) + f" -> {out}")

@@ -1,0 +1,111 @@
+"""PyTorch models that COMET trains as a user would export them.
+
+Each is built with torch.manual_seed(seed) (and torch's own initializers,
+so the weights are the ones a user gets), takes a [batch, 1, 28, 28] input and
+gives [batch, 10] logits.  comet.export turns them into ONNX with
+torch.onnx.export in training mode and then into ONNX Runtime training
+artifacts; docs/models.md describes them and the op types of their graphs.
+
+This module imports torch and torchvision, which only the export environment
+(.venv-export, made by scripts/setup.sh from Debian's python3-torch 1.13 and
+python3-torchvision 0.14) has; comet.export imports it lazily.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+def _stem_conv(conv: nn.Conv2d) -> nn.Conv2d:
+    # A 1-channel copy of an RGB stem conv, initialized as torchvision
+    # initializes its convs (Kaiming normal, fan_out).
+    new = nn.Conv2d(1, conv.out_channels, conv.kernel_size, conv.stride,
+                    conv.padding, bias=conv.bias is not None)
+    nn.init.kaiming_normal_(new.weight, mode="fan_out", nonlinearity="relu")
+    if new.bias is not None:
+        nn.init.zeros_(new.bias)
+    return new
+
+
+def resnet18() -> nn.Module:
+    """torchvision resnet18, stem conv 1->64 7x7 stride 2, 10 classes."""
+    import torchvision
+
+    m = torchvision.models.resnet18(weights=None, num_classes=10)
+    m.conv1 = _stem_conv(m.conv1)
+    assert (m.conv1.kernel_size, m.conv1.stride) == ((7, 7), (2, 2))
+    return m
+
+
+def mobilenet_v2() -> nn.Module:
+    """torchvision mobilenet_v2, first conv 1->32, 10 classes."""
+    import torchvision
+
+    m = torchvision.models.mobilenet_v2(weights=None, num_classes=10)
+    m.features[0][0] = _stem_conv(m.features[0][0])
+    assert m.features[0][0].out_channels == 32
+    return m
+
+
+class Transformer(nn.Module):
+    """A Transformer encoder over the 28 image rows as tokens of 28 pixels:
+    Linear embedding + learned position, `layers` pre-norm encoder layers
+    (GELU, dropout), mean pool over the tokens, LayerNorm, Linear head."""
+
+    def __init__(self, d_model=64, heads=4, ff=256, layers=2, dropout=0.1,
+                 tokens=28, token_dim=28, classes=10):
+        super().__init__()
+        self.embed = nn.Linear(token_dim, d_model)
+        self.pos = nn.Parameter(torch.zeros(1, tokens, d_model))
+        nn.init.normal_(self.pos, std=0.02)
+        # Separate layers (not nn.TransformerEncoder, which deep-copies one
+        # layer), so that the two start from different weights.
+        self.layers = nn.Sequential(*[
+            nn.TransformerEncoderLayer(d_model, heads, ff, dropout, activation="gelu",
+                                       batch_first=True, norm_first=True)
+            for _ in range(layers)])
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, x):
+        x = self.embed(x.squeeze(1)) + self.pos  # [B, 28, d]
+        x = self.layers(x)
+        return self.head(self.norm(x.mean(dim=1)))
+
+
+def transformer() -> nn.Module:
+    return Transformer()
+
+
+class Cnn(nn.Module):
+    """The tutorial CNN: (Conv 3x3 - BatchNorm - ReLU - MaxPool 2x2) twice,
+    Flatten, Dropout 0.25, Linear 128, ReLU, Linear 10."""
+
+    def __init__(self, c1=16, c2=32, hidden=128, classes=10, dropout=0.25):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, c1, 3, padding=1), nn.BatchNorm2d(c1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(c1, c2, 3, padding=1), nn.BatchNorm2d(c2), nn.ReLU(), nn.MaxPool2d(2))
+        self.classifier = nn.Sequential(
+            nn.Flatten(), nn.Dropout(dropout), nn.Linear(c2 * 7 * 7, hidden), nn.ReLU(),
+            nn.Linear(hidden, classes))
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+def cnn() -> nn.Module:
+    return Cnn()
+
+
+# The names comet.export.TORCH_MODELS lists (with each one's opset).
+BUILDERS = {"cnn": cnn, "transformer": transformer, "resnet18": resnet18,
+            "mobilenet_v2": mobilenet_v2}
+
+
+def build(name: str, seed: int = 0) -> nn.Module:
+    """The model `name` with weights drawn after torch.manual_seed(seed)."""
+    if name not in BUILDERS:
+        raise ValueError(f"unknown torch model {name!r}: expected one of {sorted(BUILDERS)}")
+    torch.manual_seed(seed)
+    return BUILDERS[name]()
