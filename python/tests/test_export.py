@@ -287,30 +287,3 @@ def test_checkpoint_holds_the_forward_weights():
             np.testing.assert_array_equal(p.data, numpy_helper.to_array(init))
             assert p.requires_grad == (init.name in trainable)
 
-
-# -- the torch.nn.Module path -------------------------------------------------
-
-def test_torch_module_export(tmp_path, fashion):
-    torch = pytest.importorskip("torch")
-    nn = torch.nn
-
-    class TinyCnn(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = nn.Conv2d(1, 4, 3, padding=1)
-            self.bn = nn.BatchNorm2d(4)
-            self.fc = nn.Linear(4 * 14 * 14, 10)
-
-        def forward(self, x):
-            x = nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
-            return self.fc(torch.flatten(x, 1))
-
-    torch.manual_seed(0)
-    paths = export.export_artifacts(TinyCnn(), tmp_path)
-    ops = op_set(paths["training_model"])
-    assert {("com.microsoft", "ConvGrad"), ("com.microsoft", "ReluGrad"),
-            ("ai.onnx", "MaxPoolGrad")} <= ops
-    tm = onnx.load(paths["training_model"])
-    assert dims(tm.graph.input[0]) == [BATCH_DIM, 1, 28, 28]
-    _, _, losses = train_and_eval(tmp_path, fashion, steps=30)
-    assert np.mean(losses[-10:]) < np.mean(losses[:10]), losses
