@@ -98,7 +98,6 @@ std::string dirOf(StringRef path) {
   return std::string(d);
 }
 
-
 } // namespace
 
 Expected<onnx_import::Model> readModel(StringRef path) {
@@ -166,7 +165,7 @@ func::FuncOp Engine::Impl::mainFunc(ModuleOp m) {
 }
 
 Error Engine::Impl::lowerAndJit(ModuleOp m, int64_t batch, Compiled &out,
-                  StringRef dumpPath) {
+                                StringRef dumpPath) {
   if (Error e = runPipeline(m, "comet-lower-to-runtime{batch-size=" +
                                    std::to_string(batch) + "}"))
     return e;
@@ -236,8 +235,9 @@ Error Engine::Impl::lowerAndJit(ModuleOp m, int64_t batch, Compiled &out,
   return Error::success();
 }
 
-Buffer *Engine::Impl::newBuffer(const std::string &name, ArrayRef<int64_t> shape,
-                  size_t elemBytes, int32_t category) {
+Buffer *Engine::Impl::newBuffer(const std::string &name,
+                                ArrayRef<int64_t> shape, size_t elemBytes,
+                                int32_t category) {
   auto b = std::make_unique<Buffer>();
   b->name = name;
   b->shape.assign(shape.begin(), shape.end());
@@ -320,7 +320,8 @@ Error Engine::Impl::setupTrainBuffers(const onnx_import::Model &weights) {
   return Error::success();
 }
 
-Expected<float> Engine::Impl::runTrain(const float *images, const int64_t *lab) {
+Expected<float> Engine::Impl::runTrain(const float *images,
+                                       const int64_t *lab) {
   std::memcpy(input->data, images, input->bytes());
   std::memcpy(labels->data, lab, labels->bytes());
   if (lazyReset)
@@ -522,9 +523,7 @@ EngineStats Engine::stats() const {
 
 void Engine::recordTimelineOfNextStep() { impl->recordNext = true; }
 
-void Engine::resetPeaks() {
-  comet_rt_alloc_reset_peaks(impl->rt.get());
-}
+void Engine::resetPeaks() { comet_rt_alloc_reset_peaks(impl->rt.get()); }
 
 int64_t Engine::batchSize() const { return impl->opts.batchSize; }
 

@@ -80,17 +80,18 @@ Error Engine::Impl::runOptimizer() {
     int32_t rc;
     if (optimizer == "AdamWOptimizer") {
       rc = _mlir_ciface_comet_rt_adamw(
-          rt.get(), &lrBuf->unranked, &stepBuf->unranked, &w->unranked, &g->unranked,
-          &state1[i]->unranked, &state2[i]->unranked, nullptr, nullptr,
-          adamAlpha, adamBeta, adamEps, adamWeightDecay, adamMode,
+          rt.get(), &lrBuf->unranked, &stepBuf->unranked, &w->unranked,
+          &g->unranked, &state1[i]->unranked, &state2[i]->unranked, nullptr,
+          nullptr, adamAlpha, adamBeta, adamEps, adamWeightDecay, adamMode,
           adamCorrectBias);
     } else if (optimizer == "SGDOptimizerV2") {
-      rc = _mlir_ciface_comet_rt_sgd_v2(rt.get(), &lrBuf->unranked, &w->unranked,
-                                        &g->unranked, nullptr, nullptr);
+      rc =
+          _mlir_ciface_comet_rt_sgd_v2(rt.get(), &lrBuf->unranked, &w->unranked,
+                                       &g->unranked, nullptr, nullptr);
     } else {
       rc = _mlir_ciface_comet_rt_sgd_momentum(
-          rt.get(), &lrBuf->unranked, &w->unranked, &g->unranked, &state1[i]->unranked,
-          opts.momentum, opts.weightDecay, 0);
+          rt.get(), &lrBuf->unranked, &w->unranked, &g->unranked,
+          &state1[i]->unranked, opts.momentum, opts.weightDecay, 0);
     }
     if (rc != 0)
       return err("optimizer " + optimizer + " failed on " + p + ": " +

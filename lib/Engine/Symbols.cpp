@@ -17,7 +17,7 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle) {
 #define COMET_RT_ARG(kind, name)
 #define COMET_RT_FUNC(name, ret, args)                                         \
   m[mangle("_mlir_ciface_comet_rt_" #name)] = {                                \
-      llvm::orc::ExecutorAddr::fromPtr(&_mlir_ciface_comet_rt_##name),        \
+      llvm::orc::ExecutorAddr::fromPtr(&_mlir_ciface_comet_rt_##name),         \
       llvm::JITSymbolFlags::Exported};
 #include "comet/runtime/abi.def"
   return m;

@@ -52,7 +52,8 @@ EngineTuner::create(Engine &engine, const TunerOptions &options) {
   std::map<int64_t, int64_t> sites;
   std::vector<SlotInfo> slots = slotsOf(engine.stats(), &sites);
   for (const SlotInfo &s : slots) {
-    if (s.staticEb > 0 && comet_rt_slot_set_eb(engine.runtimeContext(), s.slot, s.staticEb) != 0)
+    if (s.staticEb > 0 &&
+        comet_rt_slot_set_eb(engine.runtimeContext(), s.slot, s.staticEb) != 0)
       return err("cannot set the bound of slot " + llvm::Twine(s.slot));
     // A BatchNorm rule reads neither the masked moment nor K: skip their
     // per-element work on stats steps.
@@ -107,7 +108,8 @@ SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
   s.step = step;
   comet_rt_slot_observation o;
   for (size_t c = 0; c < info.consumers.size(); ++c) {
-    comet_rt_slot_get_observation(engine.runtimeContext(), info.slot, static_cast<int64_t>(c), &o);
+    comet_rt_slot_get_observation(engine.runtimeContext(), info.slot,
+                                  static_cast<int64_t>(c), &o);
     if (c == 0)
       s.nonZero = nonZeroOf(o);
     ConsumerStats cs = gradStatsOf(o);
@@ -137,7 +139,8 @@ SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
   }
   auto it = siteOfSlot.find(info.slot);
   comet_rt_site_stats rs;
-  if (it != siteOfSlot.end() && comet_rt_site_get_stats(engine.runtimeContext(), it->second, &rs) == 0 &&
+  if (it != siteOfSlot.end() &&
+      comet_rt_site_get_stats(engine.runtimeContext(), it->second, &rs) == 0 &&
       rs.last_bytes_out > 0)
     s.ratio = double(rs.last_bytes_in) / double(rs.last_bytes_out);
   return s;
@@ -260,9 +263,10 @@ comet::measureGradError(Engine &compressed, Engine &reference,
   std::vector<SlotInfo> slots = slotsOf(compressed.stats(), nullptr);
   std::map<int64_t, double> saved;
   for (const SlotInfo &s : slots)
-    saved[s.slot] = comet_rt_slot_get_eb(compressed.runtimeContext(), s.slot) > 0
-                        ? comet_rt_slot_get_eb(compressed.runtimeContext(), s.slot)
-                        : s.staticEb;
+    saved[s.slot] =
+        comet_rt_slot_get_eb(compressed.runtimeContext(), s.slot) > 0
+            ? comet_rt_slot_get_eb(compressed.runtimeContext(), s.slot)
+            : s.staticEb;
   // Small enough that every value is stored verbatim or exactly quantized.
   const double exact = 1e-30;
   std::vector<GradErrorMeasurement> out;
@@ -271,7 +275,8 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     if (c.kind == ConsumerKind::BatchNorm || c.param.empty())
       continue;
     for (const SlotInfo &o : slots)
-      comet_rt_slot_set_eb(compressed.runtimeContext(), o.slot, o.slot == s.slot ? saved[o.slot] : exact);
+      comet_rt_slot_set_eb(compressed.runtimeContext(), o.slot,
+                           o.slot == s.slot ? saved[o.slot] : exact);
     comet_rt_slot_observations_clear(compressed.runtimeContext());
     comet_rt_slot_stats_enable(compressed.runtimeContext(), 1);
     auto loss = compressed.computeGradients(images, labels);

@@ -8,9 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "comet/runtime/alloc.h"
-#include "comet/runtime/handles.h"
 #include "Context.h"
 #include "Internal.h"
+#include "comet/runtime/handles.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -176,9 +176,9 @@ void comet_rt_alloc_track(comet_rt_context *ctx, int64_t delta,
 void _mlir_ciface_comet_rt_buffer_alloc(comet_rt_buffer *result,
                                         comet_rt_context *ctx, int64_t bytes,
                                         int32_t category) {
-  void *p = bytes >= 0 ? comet_rt_alloc(ctx, static_cast<size_t>(bytes),
-                                        category)
-                       : nullptr;
+  void *p = bytes >= 0
+                ? comet_rt_alloc(ctx, static_cast<size_t>(bytes), category)
+                : nullptr;
   if (p)
     resolve(ctx)->trackStepBlock(p, /*isHandle=*/false);
   // A null buffer makes the lowered code's next kernel fail on a null

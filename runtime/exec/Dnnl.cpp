@@ -61,7 +61,8 @@ dnnl::primitive_attr userScratchpadAttr() {
   return attr;
 }
 
-void execute(comet_rt_context *ctx, const Primitive &p, std::unordered_map<int, memory> args) {
+void execute(comet_rt_context *ctx, const Primitive &p,
+             std::unordered_map<int, memory> args) {
   std::optional<Workspace> scratch;
   if (size_t bytes = p.scratchpad.get_size()) {
     scratch.emplace(ctx, bytes);
@@ -179,11 +180,12 @@ dnnl::convolution_forward::primitive_desc convFwdPd(const ConvShape &s,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_conv2d(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *wm,
-                                     comet_rt_memref *bm, comet_rt_memref *ym,
-                                     int64_t sH, int64_t sW, int64_t pT,
-                                     int64_t pL, int64_t pB, int64_t pR,
-                                     int64_t dH, int64_t dW, int64_t group) {
+int32_t _mlir_ciface_comet_rt_conv2d(comet_rt_context *ctx, comet_rt_memref *xm,
+                                     comet_rt_memref *wm, comet_rt_memref *bm,
+                                     comet_rt_memref *ym, int64_t sH,
+                                     int64_t sW, int64_t pT, int64_t pL,
+                                     int64_t pB, int64_t pR, int64_t dH,
+                                     int64_t dW, int64_t group) {
   const char *op = "conv2d";
   Tensor x, w, b, y;
   COMET_RT_TRY(view(xm, 4, "conv2d X", x));
@@ -210,11 +212,11 @@ int32_t _mlir_ciface_comet_rt_conv2d(comet_rt_context *ctx, comet_rt_memref *xm,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_conv_grad2d(comet_rt_context *ctx, 
-    comet_rt_memref *dym, comet_rt_memref *xm, comet_rt_memref *wm,
-    comet_rt_memref *dxm, comet_rt_memref *dwm, comet_rt_memref *dbm,
-    int64_t sH, int64_t sW, int64_t pT, int64_t pL, int64_t pB, int64_t pR,
-    int64_t dH, int64_t dW, int64_t group) {
+int32_t _mlir_ciface_comet_rt_conv_grad2d(
+    comet_rt_context *ctx, comet_rt_memref *dym, comet_rt_memref *xm,
+    comet_rt_memref *wm, comet_rt_memref *dxm, comet_rt_memref *dwm,
+    comet_rt_memref *dbm, int64_t sH, int64_t sW, int64_t pT, int64_t pL,
+    int64_t pB, int64_t pR, int64_t dH, int64_t dW, int64_t group) {
   const char *op = "conv_grad2d";
   Tensor dy, x, w, dx, dw, db;
   COMET_RT_TRY(view(dym, 4, "conv_grad2d dY", dy));
@@ -244,9 +246,10 @@ int32_t _mlir_ciface_comet_rt_conv_grad2d(comet_rt_context *ctx,
         cb::primitive_desc pd(d, userScratchpadAttr(), engine(), fwd);
         return Primitive{cb(pd), pd.scratchpad_desc()};
       });
-      execute(ctx, p, {{DNNL_ARG_DIFF_DST, mem(s.dst, dy.data)},
-                  {DNNL_ARG_WEIGHTS, mem(s.wei, w.data)},
-                  {DNNL_ARG_DIFF_SRC, mem(s.src, dx.data)}});
+      execute(ctx, p,
+              {{DNNL_ARG_DIFF_DST, mem(s.dst, dy.data)},
+               {DNNL_ARG_WEIGHTS, mem(s.wei, w.data)},
+               {DNNL_ARG_DIFF_SRC, mem(s.src, dx.data)}});
     }
     if (dw.present) {
       bool bias = db.present;
@@ -273,10 +276,10 @@ int32_t _mlir_ciface_comet_rt_conv_grad2d(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_gemm(comet_rt_context *ctx, comet_rt_memref *am, comet_rt_memref *bm,
-                                   comet_rt_memref *cm, comet_rt_memref *ym,
-                                   float alpha, float beta, int64_t transA,
-                                   int64_t transB) {
+int32_t _mlir_ciface_comet_rt_gemm(comet_rt_context *ctx, comet_rt_memref *am,
+                                   comet_rt_memref *bm, comet_rt_memref *cm,
+                                   comet_rt_memref *ym, float alpha, float beta,
+                                   int64_t transA, int64_t transB) {
   const char *op = "gemm";
   Tensor a, b, c, y;
   COMET_RT_TRY(view(am, 4, "gemm A", a));
@@ -351,15 +354,16 @@ int32_t _mlir_ciface_comet_rt_gemm(comet_rt_context *ctx, comet_rt_memref *am, c
           dnnl::matmul::primitive_desc pd(d, attr, engine());
           return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};
         });
-    execute(ctx, p, {{DNNL_ARG_SRC, mem(aMd, a.data)},
-                {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
-                {DNNL_ARG_DST, mem(yMd, y.data)}});
+    execute(ctx, p,
+            {{DNNL_ARG_SRC, mem(aMd, a.data)},
+             {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
+             {DNNL_ARG_DST, mem(yMd, y.data)}});
     return ok();
   });
 }
 
-int32_t _mlir_ciface_comet_rt_matmul(comet_rt_context *ctx, comet_rt_memref *am, comet_rt_memref *bm,
-                                     comet_rt_memref *ym) {
+int32_t _mlir_ciface_comet_rt_matmul(comet_rt_context *ctx, comet_rt_memref *am,
+                                     comet_rt_memref *bm, comet_rt_memref *ym) {
   const char *op = "matmul";
   Tensor a, b, y;
   COMET_RT_TRY(view(am, 4, "matmul A", a));
@@ -408,18 +412,20 @@ int32_t _mlir_ciface_comet_rt_matmul(comet_rt_context *ctx, comet_rt_memref *am,
       dnnl::matmul::primitive_desc pd(d, userScratchpadAttr(), engine());
       return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};
     });
-    execute(ctx, p, {{DNNL_ARG_SRC, mem(aMd, a.data)},
-                {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
-                {DNNL_ARG_DST, mem(yMd, y.data)}});
+    execute(ctx, p,
+            {{DNNL_ARG_SRC, mem(aMd, a.data)},
+             {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
+             {DNNL_ARG_DST, mem(yMd, y.data)}});
     return ok();
   });
 }
 
-int32_t _mlir_ciface_comet_rt_batch_norm_internal(comet_rt_context *ctx, 
-    comet_rt_memref *xm, comet_rt_memref *scm, comet_rt_memref *bm,
-    comet_rt_memref *imm, comet_rt_memref *ivm, comet_rt_memref *ym,
-    comet_rt_memref *rmm, comet_rt_memref *rvm, comet_rt_memref *smm,
-    comet_rt_memref *sim, float epsilon, float momentum, int64_t trainingMode) {
+int32_t _mlir_ciface_comet_rt_batch_norm_internal(
+    comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *scm,
+    comet_rt_memref *bm, comet_rt_memref *imm, comet_rt_memref *ivm,
+    comet_rt_memref *ym, comet_rt_memref *rmm, comet_rt_memref *rvm,
+    comet_rt_memref *smm, comet_rt_memref *sim, float epsilon, float momentum,
+    int64_t trainingMode) {
   const char *op = "batch_norm_internal";
   Tensor x, sc, b, im, iv, y, rm, rv, sm, si;
   COMET_RT_TRY(view(xm, 4, "batch_norm X", x));
@@ -496,10 +502,11 @@ int32_t _mlir_ciface_comet_rt_batch_norm_internal(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_batch_norm_grad(comet_rt_context *ctx, 
-    comet_rt_memref *dym, comet_rt_memref *xm, comet_rt_memref *scm,
-    comet_rt_memref *smm, comet_rt_memref *sim, comet_rt_memref *dxm,
-    comet_rt_memref *dsm, comet_rt_memref *dbm, float epsilon) {
+int32_t _mlir_ciface_comet_rt_batch_norm_grad(
+    comet_rt_context *ctx, comet_rt_memref *dym, comet_rt_memref *xm,
+    comet_rt_memref *scm, comet_rt_memref *smm, comet_rt_memref *sim,
+    comet_rt_memref *dxm, comet_rt_memref *dsm, comet_rt_memref *dbm,
+    float epsilon) {
   const char *op = "batch_norm_grad";
   Tensor dy, x, sc, sm, si, dx, ds, db;
   COMET_RT_TRY(view(dym, 4, "batch_norm_grad dY", dy));
@@ -543,17 +550,18 @@ int32_t _mlir_ciface_comet_rt_batch_norm_grad(comet_rt_context *ctx,
       double s = si.f()[i];
       var[i] = (float)(1.0 / (s * s) - (double)epsilon);
     }
-    execute(ctx, p, {{DNNL_ARG_SRC, mem(xMd, x.data)},
-                {DNNL_ARG_DIFF_DST, mem(xMd, dy.data)},
-                {DNNL_ARG_MEAN, mem(cMd, sm.data)},
-                {DNNL_ARG_VARIANCE, mem(cMd, var)},
-                {DNNL_ARG_SCALE, mem(cMd, sc.data)},
-                // oneDNN 2.6 lists the shift as an input of the backward
-                // pass with use_shift although dX does not depend on it.
-                {DNNL_ARG_SHIFT, mem(cMd, sc.data)},
-                {DNNL_ARG_DIFF_SRC, mem(xMd, dx.data)},
-                {DNNL_ARG_DIFF_SCALE, mem(cMd, ds.data)},
-                {DNNL_ARG_DIFF_SHIFT, mem(cMd, db.data)}});
+    execute(ctx, p,
+            {{DNNL_ARG_SRC, mem(xMd, x.data)},
+             {DNNL_ARG_DIFF_DST, mem(xMd, dy.data)},
+             {DNNL_ARG_MEAN, mem(cMd, sm.data)},
+             {DNNL_ARG_VARIANCE, mem(cMd, var)},
+             {DNNL_ARG_SCALE, mem(cMd, sc.data)},
+             // oneDNN 2.6 lists the shift as an input of the backward
+             // pass with use_shift although dX does not depend on it.
+             {DNNL_ARG_SHIFT, mem(cMd, sc.data)},
+             {DNNL_ARG_DIFF_SRC, mem(xMd, dx.data)},
+             {DNNL_ARG_DIFF_SCALE, mem(cMd, ds.data)},
+             {DNNL_ARG_DIFF_SHIFT, mem(cMd, db.data)}});
     return ok();
   });
 }
@@ -562,8 +570,8 @@ int32_t _mlir_ciface_comet_rt_batch_norm_grad(comet_rt_context *ctx,
 
 namespace comet::rt {
 
-int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x, const Tensor &y,
-                    int64_t axis, bool log) {
+int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
+                    const Tensor &y, int64_t axis, bool log) {
   COMET_RT_CHECK(x.dims == y.dims && x.rank() >= 1, op,
                  ": X and Y must share a shape of rank >= 1");
   if (axis < 0)
@@ -599,7 +607,8 @@ int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x, cons
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_softmax(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *ym,
+int32_t _mlir_ciface_comet_rt_softmax(comet_rt_context *ctx,
+                                      comet_rt_memref *xm, comet_rt_memref *ym,
                                       int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "softmax X", x));
@@ -607,7 +616,8 @@ int32_t _mlir_ciface_comet_rt_softmax(comet_rt_context *ctx, comet_rt_memref *xm
   return softmaxImpl(ctx, "softmax", x, y, axis, false);
 }
 
-int32_t _mlir_ciface_comet_rt_log_softmax(comet_rt_context *ctx, comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_log_softmax(comet_rt_context *ctx,
+                                          comet_rt_memref *xm,
                                           comet_rt_memref *ym, int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "log_softmax X", x));
@@ -615,7 +625,8 @@ int32_t _mlir_ciface_comet_rt_log_softmax(comet_rt_context *ctx, comet_rt_memref
   return softmaxImpl(ctx, "log_softmax", x, y, axis, true);
 }
 
-int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx, comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx,
+                                         comet_rt_memref *xm,
                                          comet_rt_memref *axm,
                                          comet_rt_memref *ym, int64_t keepdims,
                                          int64_t noopEmpty) {
@@ -673,8 +684,9 @@ int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx, comet_rt_memref 
       dnnl::reduction::primitive_desc pd(d, userScratchpadAttr(), engine());
       return Primitive{dnnl::reduction(pd), pd.scratchpad_desc()};
     });
-    execute(ctx, p, {{DNNL_ARG_SRC, mem(xMd, x.data)},
-                {DNNL_ARG_DST, mem(yMd, y.data)}});
+    execute(
+        ctx, p,
+        {{DNNL_ARG_SRC, mem(xMd, x.data)}, {DNNL_ARG_DST, mem(yMd, y.data)}});
     return ok();
   });
 }

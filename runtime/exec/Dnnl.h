@@ -27,7 +27,8 @@ dnnl::primitive_attr userScratchpadAttr();
 Primitive getPrimitive(const std::string &key,
                        const std::function<Primitive()> &make);
 /// Runs p with a scratchpad from comet_rt_alloc (workspace) and waits.
-void execute(comet_rt_context *ctx, const Primitive &p, std::unordered_map<int, dnnl::memory> args);
+void execute(comet_rt_context *ctx, const Primitive &p,
+             std::unordered_map<int, dnnl::memory> args);
 dnnl::memory::desc plainMd(const std::vector<int64_t> &dims);
 dnnl::memory mem(const dnnl::memory::desc &md, void *data);
 std::string key(const char *op, std::initializer_list<int64_t> ints,
@@ -35,8 +36,8 @@ std::string key(const char *op, std::initializer_list<int64_t> ints,
 /// Runs body, turning oneDNN and allocation exceptions into error codes.
 int32_t guard(const char *op, const std::function<int32_t()> &body);
 /// Softmax or log-softmax of x into y along axis, on oneDNN.
-int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x, const Tensor &y,
-                    int64_t axis, bool log);
+int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
+                    const Tensor &y, int64_t axis, bool log);
 
 } // namespace comet::rt
 

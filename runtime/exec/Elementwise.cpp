@@ -96,7 +96,8 @@ void comet_rt_set_num_threads(int n) {
     omp_set_num_threads(n);
 }
 
-int32_t _mlir_ciface_comet_rt_relu(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *ym) {
+int32_t _mlir_ciface_comet_rt_relu(comet_rt_context *ctx, comet_rt_memref *xm,
+                                   comet_rt_memref *ym) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "relu X", x));
   COMET_RT_TRY(view(ym, 4, "relu Y", y));
@@ -110,7 +111,8 @@ int32_t _mlir_ciface_comet_rt_relu(comet_rt_context *ctx, comet_rt_memref *xm, c
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_context *ctx, comet_rt_memref *dym,
+int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_context *ctx,
+                                        comet_rt_memref *dym,
                                         comet_rt_memref *xm,
                                         comet_rt_memref *dxm) {
   Tensor dy, x, dx;
@@ -128,8 +130,8 @@ int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_context *ctx, comet_rt_memref *
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_add(comet_rt_context *ctx, comet_rt_memref *am, comet_rt_memref *bm,
-                                  comet_rt_memref *ym) {
+int32_t _mlir_ciface_comet_rt_add(comet_rt_context *ctx, comet_rt_memref *am,
+                                  comet_rt_memref *bm, comet_rt_memref *ym) {
   Tensor a, b, y;
   COMET_RT_TRY(view(am, 4, "add A", a));
   COMET_RT_TRY(view(bm, 4, "add B", b));
@@ -156,8 +158,8 @@ int32_t _mlir_ciface_comet_rt_add(comet_rt_context *ctx, comet_rt_memref *am, co
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_expand(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *sm,
-                                     comet_rt_memref *ym) {
+int32_t _mlir_ciface_comet_rt_expand(comet_rt_context *ctx, comet_rt_memref *xm,
+                                     comet_rt_memref *sm, comet_rt_memref *ym) {
   Tensor x, s, y;
   COMET_RT_TRY(view(xm, 4, "expand X", x));
   COMET_RT_TRY(view(sm, 8, "expand shape", s));
@@ -181,8 +183,9 @@ int32_t _mlir_ciface_comet_rt_expand(comet_rt_context *ctx, comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_scale(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *sm,
-                                    comet_rt_memref *ym, int64_t scaleDown) {
+int32_t _mlir_ciface_comet_rt_scale(comet_rt_context *ctx, comet_rt_memref *xm,
+                                    comet_rt_memref *sm, comet_rt_memref *ym,
+                                    int64_t scaleDown) {
   Tensor x, s, y;
   COMET_RT_TRY(view(xm, 4, "scale X", x));
   COMET_RT_TRY(view(sm, 4, "scale factor", s));
@@ -217,21 +220,21 @@ static int32_t copyImpl(const char *op, comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_identity(comet_rt_context *ctx, comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_identity(comet_rt_context *ctx,
+                                       comet_rt_memref *xm,
                                        comet_rt_memref *ym) {
   return copyImpl("identity", xm, ym, 4);
 }
 
-int32_t _mlir_ciface_comet_rt_identity_i64(comet_rt_context *ctx, comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_identity_i64(comet_rt_context *ctx,
+                                           comet_rt_memref *xm,
                                            comet_rt_memref *ym) {
   return copyImpl("identity_i64", xm, ym, 8);
 }
 
-int32_t _mlir_ciface_comet_rt_inplace_accumulator_v2(comet_rt_context *ctx, comet_rt_memref *bm,
-                                                     comet_rt_memref *vm,
-                                                     comet_rt_memref *om,
-                                                     comet_rt_memref *um,
-                                                     comet_rt_memref *outm) {
+int32_t _mlir_ciface_comet_rt_inplace_accumulator_v2(
+    comet_rt_context *ctx, comet_rt_memref *bm, comet_rt_memref *vm,
+    comet_rt_memref *om, comet_rt_memref *um, comet_rt_memref *outm) {
   const char *op = "inplace_accumulator_v2";
   Tensor buf, val, ow, upd, out;
   COMET_RT_TRY(view(bm, 4, "accumulator buffer", buf));
@@ -266,11 +269,14 @@ int32_t _mlir_ciface_comet_rt_inplace_accumulator_v2(comet_rt_context *ctx, come
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_adamw(comet_rt_context *ctx, 
-    comet_rt_memref *lrm, comet_rt_memref *stepm, comet_rt_memref *wm,
-    comet_rt_memref *gm, comet_rt_memref *m1m, comet_rt_memref *m2m,
-    comet_rt_memref *sigm, comet_rt_memref *flagm, float alpha, float beta,
-    float epsilon, float weightDecay, int64_t adamMode, int64_t correctBias) {
+int32_t _mlir_ciface_comet_rt_adamw(comet_rt_context *ctx, comet_rt_memref *lrm,
+                                    comet_rt_memref *stepm, comet_rt_memref *wm,
+                                    comet_rt_memref *gm, comet_rt_memref *m1m,
+                                    comet_rt_memref *m2m, comet_rt_memref *sigm,
+                                    comet_rt_memref *flagm, float alpha,
+                                    float beta, float epsilon,
+                                    float weightDecay, int64_t adamMode,
+                                    int64_t correctBias) {
   const char *op = "adamw";
   Tensor lrT, stepT, w, g, m1, m2, sig, fl;
   COMET_RT_TRY(view(lrm, 4, "adamw lr", lrT));
@@ -332,7 +338,8 @@ int32_t _mlir_ciface_comet_rt_adamw(comet_rt_context *ctx,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_sgd_v2(comet_rt_context *ctx, comet_rt_memref *lrm, comet_rt_memref *wm,
+int32_t _mlir_ciface_comet_rt_sgd_v2(comet_rt_context *ctx,
+                                     comet_rt_memref *lrm, comet_rt_memref *wm,
                                      comet_rt_memref *gm, comet_rt_memref *sigm,
                                      comet_rt_memref *flagm) {
   Tensor lrT, w, g, sig, fl;
@@ -358,9 +365,11 @@ int32_t _mlir_ciface_comet_rt_sgd_v2(comet_rt_context *ctx, comet_rt_memref *lrm
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_sgd_momentum(comet_rt_context *ctx, 
-    comet_rt_memref *lrm, comet_rt_memref *wm, comet_rt_memref *gm,
-    comet_rt_memref *vm, float momentum, float weightDecay, int64_t nesterov) {
+int32_t
+_mlir_ciface_comet_rt_sgd_momentum(comet_rt_context *ctx, comet_rt_memref *lrm,
+                                   comet_rt_memref *wm, comet_rt_memref *gm,
+                                   comet_rt_memref *vm, float momentum,
+                                   float weightDecay, int64_t nesterov) {
   Tensor lrT, w, g, v;
   COMET_RT_TRY(view(lrm, 4, "sgd_momentum lr", lrT));
   COMET_RT_TRY(view(wm, 4, "sgd_momentum weight", w));
@@ -383,7 +392,8 @@ int32_t _mlir_ciface_comet_rt_sgd_momentum(comet_rt_context *ctx,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_abs_mean_and_density(comet_rt_context *ctx, comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_abs_mean_and_density(comet_rt_context *ctx,
+                                                   comet_rt_memref *xm,
                                                    comet_rt_memref *om) {
   Tensor x, o;
   COMET_RT_TRY(view(xm, 4, "abs_mean X", x));

@@ -66,10 +66,10 @@ int32_t sampleWeights(const char *op, const LossShape &s, const int64_t *lbl,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(comet_rt_context *ctx, 
-    comet_rt_memref *sm, comet_rt_memref *lm, comet_rt_memref *wm,
-    comet_rt_memref *lossm, comet_rt_memref *lpm, int64_t reduction,
-    int64_t ignoreIndex, int64_t hasIgnore) {
+int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(
+    comet_rt_context *ctx, comet_rt_memref *sm, comet_rt_memref *lm,
+    comet_rt_memref *wm, comet_rt_memref *lossm, comet_rt_memref *lpm,
+    int64_t reduction, int64_t ignoreIndex, int64_t hasIgnore) {
   const char *op = "softmax_cross_entropy_loss";
   Tensor scores, labels, weights, loss, lp;
   COMET_RT_TRY(view(sm, 4, "sce scores", scores));
@@ -118,10 +118,10 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(comet_rt_context *ctx, 
-    comet_rt_memref *dym, comet_rt_memref *lpm, comet_rt_memref *lm,
-    comet_rt_memref *wm, comet_rt_memref *dxm, int64_t reduction,
-    int64_t ignoreIndex, int64_t hasIgnore) {
+int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(
+    comet_rt_context *ctx, comet_rt_memref *dym, comet_rt_memref *lpm,
+    comet_rt_memref *lm, comet_rt_memref *wm, comet_rt_memref *dxm,
+    int64_t reduction, int64_t ignoreIndex, int64_t hasIgnore) {
   const char *op = "softmax_cross_entropy_loss_grad";
   Tensor dy, lp, labels, weights, dx;
   COMET_RT_TRY(view(dym, 4, "sce_grad dY", dy));
@@ -158,10 +158,12 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(comet_rt_context *
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_maxpool2d(comet_rt_context *ctx, 
-    comet_rt_memref *xm, comet_rt_memref *ym, comet_rt_memref *im, int64_t kH,
-    int64_t kW, int64_t sH, int64_t sW, int64_t pT, int64_t pL, int64_t pB,
-    int64_t pR, int64_t dH, int64_t dW, int64_t storageOrder) {
+int32_t
+_mlir_ciface_comet_rt_maxpool2d(comet_rt_context *ctx, comet_rt_memref *xm,
+                                comet_rt_memref *ym, comet_rt_memref *im,
+                                int64_t kH, int64_t kW, int64_t sH, int64_t sW,
+                                int64_t pT, int64_t pL, int64_t pB, int64_t pR,
+                                int64_t dH, int64_t dW, int64_t storageOrder) {
   const char *op = "maxpool2d";
   Tensor x, y, ind;
   COMET_RT_TRY(view(xm, 4, "maxpool X", x));
@@ -225,7 +227,8 @@ int32_t _mlir_ciface_comet_rt_maxpool2d(comet_rt_context *ctx,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_maxpool_grad(comet_rt_context *ctx, comet_rt_memref *dym,
+int32_t _mlir_ciface_comet_rt_maxpool_grad(comet_rt_context *ctx,
+                                           comet_rt_memref *dym,
                                            comet_rt_memref *im,
                                            comet_rt_memref *dxm) {
   const char *op = "maxpool_grad";
@@ -265,7 +268,8 @@ int32_t _mlir_ciface_comet_rt_maxpool_grad(comet_rt_context *ctx, comet_rt_memre
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_global_average_pool(comet_rt_context *ctx, comet_rt_memref *xm,
+int32_t _mlir_ciface_comet_rt_global_average_pool(comet_rt_context *ctx,
+                                                  comet_rt_memref *xm,
                                                   comet_rt_memref *ym) {
   const char *op = "global_average_pool";
   Tensor x, y;
@@ -289,8 +293,9 @@ int32_t _mlir_ciface_comet_rt_global_average_pool(comet_rt_context *ctx, comet_r
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_shape(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *ym,
-                                    int64_t start, int64_t end) {
+int32_t _mlir_ciface_comet_rt_shape(comet_rt_context *ctx, comet_rt_memref *xm,
+                                    comet_rt_memref *ym, int64_t start,
+                                    int64_t end) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 1, "shape X", x));
   COMET_RT_TRY(view(ym, 8, "shape Y", y));
@@ -310,7 +315,8 @@ int32_t _mlir_ciface_comet_rt_shape(comet_rt_context *ctx, comet_rt_memref *xm, 
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_reshape(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *sm,
+int32_t _mlir_ciface_comet_rt_reshape(comet_rt_context *ctx,
+                                      comet_rt_memref *xm, comet_rt_memref *sm,
                                       comet_rt_memref *ym, int64_t allowzero) {
   const char *op = "reshape";
   Tensor x, s, y;
@@ -348,7 +354,8 @@ int32_t _mlir_ciface_comet_rt_reshape(comet_rt_context *ctx, comet_rt_memref *xm
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_flatten(comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *ym,
+int32_t _mlir_ciface_comet_rt_flatten(comet_rt_context *ctx,
+                                      comet_rt_memref *xm, comet_rt_memref *ym,
                                       int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "flatten X", x));

@@ -4,8 +4,8 @@
 // the CPU tensor); the table keeps a few sums per (slot, consumer).
 //
 //===----------------------------------------------------------------------===//
-#include "comet/runtime/slot_stats.h"
 #include "Context.h"
+#include "comet/runtime/slot_stats.h"
 
 #include <algorithm>
 #include <atomic>
@@ -20,7 +20,6 @@
 #include <vector>
 
 namespace {
-
 
 /// Where X was non-zero (observe_act), for observe_grad's masked moment.
 struct ActMask {
@@ -223,7 +222,8 @@ int32_t comet_rt_slot_stats_enabled(comet_rt_context *ctx) {
   return table(ctx).enabled.load(std::memory_order_relaxed);
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_context *ctx, comet_rt_memref *x, int64_t slot,
+int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_context *ctx,
+                                               comet_rt_memref *x, int64_t slot,
                                                int64_t consumer) {
   if (!validKey(slot, consumer))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
@@ -291,7 +291,8 @@ int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_context *ctx, comet_rt_m
   });
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx, comet_rt_memref *dy,
+int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx,
+                                                comet_rt_memref *dy,
                                                 int64_t slot,
                                                 int64_t consumer) {
   if (!validKey(slot, consumer))
@@ -388,7 +389,8 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx, comet_rt_
   });
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_context *ctx, comet_rt_memref *t, int64_t slot,
+int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_context *ctx,
+                                               comet_rt_memref *t, int64_t slot,
                                                int64_t consumer) {
   if (!validKey(slot, consumer))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
@@ -420,7 +422,8 @@ int32_t comet_rt_slot_set_moments(comet_rt_context *ctx, int64_t slot,
   return COMET_RT_SUCCESS;
 }
 
-int32_t comet_rt_slot_get_observation(comet_rt_context *ctx, int64_t slot, int64_t consumer,
+int32_t comet_rt_slot_get_observation(comet_rt_context *ctx, int64_t slot,
+                                      int64_t consumer,
                                       comet_rt_slot_observation *out) {
   if (!out || !validKey(slot, consumer))
     return COMET_RT_ERROR_INVALID_ARGUMENT;

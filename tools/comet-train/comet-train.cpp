@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "comet/Engine/Engine.h"
-#include "comet/runtime/handles.h"
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/data.h"
+#include "comet/runtime/handles.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -634,8 +634,7 @@ int main(int argc, char **argv) {
           os << formatv("{0:2}", v) << "\n";
           return Error::success();
         }))
-      return fail("cannot write " + reportPath + ": " +
-                  toString(std::move(e)));
+      return fail("cannot write " + reportPath + ": " + toString(std::move(e)));
   }
   return 0;
 }

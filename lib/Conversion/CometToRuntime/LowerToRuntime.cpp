@@ -192,9 +192,11 @@ func::FuncOp FuncLowering::declare(Fn fn) {
 Value FuncLowering::allocType(Type tensorType, int32_t category) {
   MemRefType mt = memrefOf(tensorType);
   Type elt = mt.getElementType();
-  int64_t elemBytes = elt.isInteger(1) ? 1 : (elt.getIntOrFloatBitWidth() + 7) / 8;
-  func::CallOp c = emitCall(
-      Fn::buffer_alloc, {i64c(mt.getNumElements() * elemBytes), i32c(category)});
+  int64_t elemBytes =
+      elt.isInteger(1) ? 1 : (elt.getIntOrFloatBitWidth() + 7) / 8;
+  func::CallOp c =
+      emitCall(Fn::buffer_alloc,
+               {i64c(mt.getNumElements() * elemBytes), i32c(category)});
   Value raw = c.getResult(0);
   if (checkErrors) {
     // A null buffer is out of memory.
@@ -205,9 +207,9 @@ Value FuncLowering::allocType(Type tensorType, int32_t category) {
     check(arith::SelectOp::create(b, loc(), ok, i32c(0),
                                   i32c(COMET_RT_ERROR_OUT_OF_MEMORY)));
   }
-  Value view = memref::ViewOp::create(b, loc(), mt, raw,
-                                      arith::ConstantIndexOp::create(b, loc(), 0),
-                                      ValueRange{});
+  Value view = memref::ViewOp::create(
+      b, loc(), mt, raw, arith::ConstantIndexOp::create(b, loc(), 0),
+      ValueRange{});
   rawBuffer[view] = raw;
   return view;
 }
@@ -492,9 +494,9 @@ LogicalResult FuncLowering::lower(Operation *op) {
       })
       .Case<GemmOp>([&](GemmOp o) {
         return call(Fn::gemm, {in(0), in(1), in(2), res(0),
-                     f32c(o.getAlpha().convertToFloat()),
-                     f32c(o.getBeta().convertToFloat()), i64c(o.getTransA()),
-                     i64c(o.getTransB())});
+                               f32c(o.getAlpha().convertToFloat()),
+                               f32c(o.getBeta().convertToFloat()),
+                               i64c(o.getTransA()), i64c(o.getTransB())});
       })
       .Case<MatMulOp>([&](MatMulOp) {
         return call(Fn::matmul, {in(0), in(1), res(0)});
@@ -529,7 +531,8 @@ LogicalResult FuncLowering::lower(Operation *op) {
       })
       .Case<SoftmaxCrossEntropyLossOp>([&](SoftmaxCrossEntropyLossOp o) {
         auto ii = o.getIgnoreIndex();
-        return call(Fn::softmax_cross_entropy_loss, {in(0), in(1), in(2), res(0), res(1),
+        return call(Fn::softmax_cross_entropy_loss,
+                    {in(0), in(1), in(2), res(0), res(1),
                      i64c(reductionOf(o.getReduction())), i64c(ii ? *ii : 0),
                      i64c(ii ? 1 : 0)});
       })
@@ -540,7 +543,8 @@ LogicalResult FuncLowering::lower(Operation *op) {
                                  "SoftmaxCrossEntropyLossGrad with a bias "
                                  "input is not supported");
             auto ii = o.getIgnoreIndex();
-            return call(Fn::softmax_cross_entropy_loss_grad, {in(0), in(1), in(2), in(3), res(0),
+            return call(Fn::softmax_cross_entropy_loss_grad,
+                        {in(0), in(1), in(2), in(3), res(0),
                          i64c(reductionOf(o.getReduction())),
                          i64c(ii ? *ii : 0), i64c(ii ? 1 : 0)});
           })
@@ -557,26 +561,30 @@ LogicalResult FuncLowering::lower(Operation *op) {
               isa<BlockArgument>(input) && !buffers.count(result))
             buffers[result] = in(i + 2);
         }
-        return call(Fn::batch_norm_internal, {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
+        return call(Fn::batch_norm_internal,
+                    {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
                      res(3), res(4), f32c(o.getEpsilon().convertToFloat()),
                      f32c(o.getMomentum().convertToFloat()),
                      i64c(o.getTrainingMode())});
       })
       .Case<BatchNormalizationOp>([&](BatchNormalizationOp o) {
-        return call(Fn::batch_norm_internal, {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
+        return call(Fn::batch_norm_internal,
+                    {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
                      Value(), Value(), f32c(o.getEpsilon().convertToFloat()),
                      f32c(o.getMomentum().convertToFloat()),
                      i64c(o.getTrainingMode())});
       })
       .Case<BatchNormalizationGradOp>([&](BatchNormalizationGradOp o) {
-        return call(Fn::batch_norm_grad, {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
+        return call(Fn::batch_norm_grad,
+                    {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
                      f32c(o.getEpsilon().convertToFloat())});
       })
       .Case<FlattenOp>([&](FlattenOp o) {
         return call(Fn::flatten, {in(0), res(0), i64c(o.getAxis())});
       })
       .Case<ReshapeOp>([&](ReshapeOp o) {
-        return call(Fn::reshape, {in(0), in(1), res(0), i64c(o.getAllowzero())});
+        return call(Fn::reshape,
+                    {in(0), in(1), res(0), i64c(o.getAllowzero())});
       })
       .Case<IdentityOp>([&](IdentityOp o) -> LogicalResult {
         auto t = dyn_cast<RankedTensorType>(o.getInput().getType());
@@ -607,14 +615,16 @@ LogicalResult FuncLowering::lower(Operation *op) {
         return call(Fn::expand, {in(0), in(1), res(0)});
       })
       .Case<ReduceSumOp>([&](ReduceSumOp o) {
-        return call(Fn::reduce_sum, {in(0), in(1), res(0), i64c(o.getKeepdims()),
+        return call(Fn::reduce_sum,
+                    {in(0), in(1), res(0), i64c(o.getKeepdims()),
                      i64c(o.getNoopWithEmptyAxes())});
       })
       .Case<ScaleOp>([&](ScaleOp o) {
         return call(Fn::scale, {in(0), in(1), res(0), i64c(o.getScaleDown())});
       })
       .Case<InPlaceAccumulatorV2Op>([&](InPlaceAccumulatorV2Op) {
-        return call(Fn::inplace_accumulator_v2, {in(0), in(1), in(2), res(0), res(1)});
+        return call(Fn::inplace_accumulator_v2,
+                    {in(0), in(1), in(2), res(0), res(1)});
       })
       .Case<CompressOp>([&](CompressOp o) -> LogicalResult {
         auto mt = cast<MemRefType>(operand(o.getInput()).getType());
@@ -633,11 +643,10 @@ LogicalResult FuncLowering::lower(Operation *op) {
                         {operand(o.getInput()), i64c(slot), i64c(0)})))
           return failure();
         int64_t site = nextSite++;
-        func::CallOp c = emitCall(
-            Fn::compress,
-            {operand(o.getInput()),
-             i32c(static_cast<int32_t>(o.getCodec())), i64c(slot), f64c(eb),
-             i64c(site)});
+        func::CallOp c =
+            emitCall(Fn::compress, {operand(o.getInput()),
+                                    i32c(static_cast<int32_t>(o.getCodec())),
+                                    i64c(slot), f64c(eb), i64c(site)});
         if (!c)
           return failure();
         Value h = c.getResult(0);
@@ -704,8 +713,8 @@ LogicalResult FuncLowering::run() {
   newF->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
   // Argument i of the old function is argument i + 1 of the new one.
   unsigned nArgs = oldF.getNumArguments();
-  newF.setArgAttrs(0, b.getDictionaryAttr(
-                          b.getNamedAttr("comet.context", b.getUnitAttr())));
+  newF.setArgAttrs(
+      0, b.getDictionaryAttr(b.getNamedAttr("comet.context", b.getUnitAttr())));
   for (unsigned i = 0; i < nArgs; ++i)
     newF.setArgAttrs(1 + i, oldF.getArgAttrDict(i));
   for (unsigned i = 0; i < oldF.getNumResults(); ++i) {

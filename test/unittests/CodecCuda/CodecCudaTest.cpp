@@ -24,8 +24,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
-#include <dlfcn.h>
 #include <cstring>
+#include <dlfcn.h>
 #include <fstream>
 #include <limits>
 #include <random>

@@ -1,9 +1,9 @@
 //===- EngineTest.cpp - comet::Engine and the compressed-handle ABI -------===//
 #include "comet/Engine/Engine.h"
-#include "comet/runtime/handles.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/codec.h"
 #include "comet/runtime/exec.h"
+#include "comet/runtime/handles.h"
 
 #include "gtest/gtest.h"
 
@@ -55,8 +55,9 @@ TEST(Handles, SzRoundTripWithinTheSlotBound) {
   Desc dx(x.data(), 64, 32), dy(y.data(), 64, 32);
   // The slot's value wins over the compiled bound once defined.
   ASSERT_EQ(comet_rt_slot_set_eb(nullptr, 3, 1e-2), 0);
-  int64_t h = _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, 3, 1e-4,
-                                             /*site=*/0);
+  int64_t h =
+      _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, 3, 1e-4,
+                                     /*site=*/0);
   ASSERT_NE(h, 0) << comet_rt_handles_last_error();
   comet_rt_alloc_stats s;
   comet_rt_alloc_get_stats(nullptr, &s);
@@ -83,8 +84,8 @@ TEST(Handles, UndefinedSlotTakesTheCompiledBound) {
   comet_rt_slots_reset(nullptr);
   std::vector<float> x(128, 0.5f);
   Desc dx(x.data(), 2, 64);
-  int64_t h =
-      _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, 9, 2.5e-3, 0);
+  int64_t h = _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ,
+                                             9, 2.5e-3, 0);
   ASSERT_NE(h, 0);
   EXPECT_DOUBLE_EQ(comet_rt_slot_get_eb(nullptr, 9), 2.5e-3);
   _mlir_ciface_comet_rt_handle_free(nullptr, h);
@@ -96,10 +97,11 @@ TEST(Handles, BadInputIsAnErrorNotACrash) {
   Desc dx(x.data(), 4, 4), dy(y.data(), 2, 4);
   EXPECT_EQ(_mlir_ciface_comet_rt_compress(nullptr, &dx.m, 7, -1, 0, 0), 0);
   EXPECT_NE(std::string(comet_rt_handles_last_error()), "");
-  EXPECT_EQ(
-      _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, -1, -1.0, 0), 0);
-  int64_t h =
-      _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_MASK, -1, 0, 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ,
+                                           -1, -1.0, 0),
+            0);
+  int64_t h = _mlir_ciface_comet_rt_compress(nullptr, &dx.m,
+                                             COMET_RT_CODEC_MASK, -1, 0, 0);
   ASSERT_NE(h, 0);
   // A destination of the wrong size is refused.
   EXPECT_NE(_mlir_ciface_comet_rt_decompress(nullptr, h, &dy.m), 0);
@@ -125,8 +127,8 @@ TEST(Handles, ReluGradFromMaskEqualsTheUnfusedPath) {
       dy[i] = pick(g) < 2 ? specials[pick(g) % 7] : u(g);
     }
     Desc mx(x.data(), rows, cols), mdy(dy.data(), rows, cols);
-    int64_t h =
-        _mlir_ciface_comet_rt_compress(nullptr, &mx.m, COMET_RT_CODEC_MASK, -1, 0, 0);
+    int64_t h = _mlir_ciface_comet_rt_compress(nullptr, &mx.m,
+                                               COMET_RT_CODEC_MASK, -1, 0, 0);
     ASSERT_NE(h, 0) << comet_rt_handles_last_error();
 
     // Unfused: decompress to f32, then the ReluGrad kernel.
@@ -134,11 +136,13 @@ TEST(Handles, ReluGradFromMaskEqualsTheUnfusedPath) {
     Desc mxd(xd.data(), rows, cols), mref(ref.data(), rows, cols),
         mout(out.data(), rows, cols);
     ASSERT_EQ(_mlir_ciface_comet_rt_decompress(nullptr, h, &mxd.m), 0);
-    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad(nullptr, &mdy.m, &mxd.m, &mref.m), 0);
+    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad(nullptr, &mdy.m, &mxd.m, &mref.m),
+              0);
 
     comet_rt_alloc_stats before, after;
     comet_rt_alloc_get_stats(nullptr, &before);
-    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mout.m), 0)
+    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mout.m),
+              0)
         << comet_rt_handles_last_error();
     comet_rt_alloc_get_stats(nullptr, &after);
     EXPECT_EQ(after.num_allocs, before.num_allocs);
@@ -156,7 +160,8 @@ TEST(Handles, ReluGradFromMaskEqualsTheUnfusedPath) {
     // In place (dX aliasing dY) gives the same.
     std::vector<float> inplace = dy;
     Desc mip(inplace.data(), rows, cols);
-    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mip.m, h, &mip.m), 0);
+    ASSERT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mip.m, h, &mip.m),
+              0);
     EXPECT_EQ(std::memcmp(inplace.data(), ref.data(), n * sizeof(float)), 0);
     _mlir_ciface_comet_rt_handle_free(nullptr, h);
   }
@@ -167,19 +172,24 @@ TEST(Handles, ReluGradFromMaskRefusesBadInput) {
   std::vector<float> x(16, 1.0f), dy(16, 1.0f), dx(16), small(8);
   Desc mx(x.data(), 4, 4), mdy(dy.data(), 4, 4), mdx(dx.data(), 4, 4),
       mflat(dx.data(), 2, 8), msmall(small.data(), 2, 4);
-  int64_t sz =
-      _mlir_ciface_comet_rt_compress(nullptr, &mx.m, COMET_RT_CODEC_SZ, -1, 1e-3, 0);
+  int64_t sz = _mlir_ciface_comet_rt_compress(nullptr, &mx.m, COMET_RT_CODEC_SZ,
+                                              -1, 1e-3, 0);
   ASSERT_NE(sz, 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, sz, &mdx.m), 0);
+  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, sz, &mdx.m),
+            0);
   EXPECT_NE(std::string(comet_rt_handles_last_error()), "");
   _mlir_ciface_comet_rt_handle_free(nullptr, sz);
-  int64_t h =
-      _mlir_ciface_comet_rt_compress(nullptr, &mx.m, COMET_RT_CODEC_MASK, -1, 0, 1);
+  int64_t h = _mlir_ciface_comet_rt_compress(nullptr, &mx.m,
+                                             COMET_RT_CODEC_MASK, -1, 0, 1);
   ASSERT_NE(h, 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &msmall.m), 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mflat.m), 0);
-  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, 0, &mdx.m), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mdx.m), 0);
+  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &msmall.m),
+            0);
+  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mflat.m),
+            0);
+  EXPECT_NE(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, 0, &mdx.m),
+            0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_relu_grad_mask(nullptr, &mdy.m, h, &mdx.m),
+            0);
   _mlir_ciface_comet_rt_handle_free(nullptr, h);
 }
 

@@ -148,8 +148,7 @@ TEST(TwoEngines, InterleavedMatchSeparateProcesses) {
   EXPECT_EQ(mlp.run.figures, mlpAlone.figures);
   // The tuner did change bounds, so the comparison covers the slot tables.
   comet_rt_site_stats st;
-  ASSERT_EQ(comet_rt_site_get_stats(lenet.engine->runtimeContext(), 0, &st),
-            0);
+  ASSERT_EQ(comet_rt_site_get_stats(lenet.engine->runtimeContext(), 0, &st), 0);
   EXPECT_GE(lenet.tuner->tuner().numRetunes(), 2);
 }
 

@@ -1,7 +1,7 @@
 //===- AllocTest.cpp - Allocator accounting -------------------------------===//
 
-#include "comet/runtime/abi.h"
 #include "comet/runtime/alloc.h"
+#include "comet/runtime/abi.h"
 
 #include <gtest/gtest.h>
 
@@ -105,8 +105,8 @@ TEST(Alloc, TrackAndGenericHooksAndBadArguments) {
   EXPECT_NE(z, nullptr);
   comet_rt_free(z);
   comet_rt_free(nullptr);
-  float *zeroed = static_cast<float *>(
-      comet_rt_alloc_zeroed(nullptr, 64 * sizeof(float), COMET_RT_MEM_WORKSPACE));
+  float *zeroed = static_cast<float *>(comet_rt_alloc_zeroed(
+      nullptr, 64 * sizeof(float), COMET_RT_MEM_WORKSPACE));
   for (int i = 0; i < 64; ++i)
     EXPECT_EQ(zeroed[i], 0.0f);
   comet_rt_free(zeroed);
@@ -122,7 +122,8 @@ TEST(Alloc, ThreadSafeCounting) {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([t] {
       for (int i = 0; i < 2000; ++i) {
-        void *p = comet_rt_alloc(nullptr, 16 + (i % 7), t % COMET_RT_MEM_NUM_CATEGORIES);
+        void *p = comet_rt_alloc(nullptr, 16 + (i % 7),
+                                 t % COMET_RT_MEM_NUM_CATEGORIES);
         comet_rt_free(p);
       }
     });

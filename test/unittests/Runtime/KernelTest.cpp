@@ -74,8 +74,9 @@ TEST(Conv, MatchesNaiveLoopsWithPadsStridesDilationsGroups) {
   for (auto &c : cases) {
     F x = randomF(c.x, seed++), w = randomF(c.w, seed++),
       b = randomF({c.w[0]}, seed++), y(c.y), nb = none();
-    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, c.bias ? &b : &nb, &y, c.p.sH, c.p.sW, c.p.pT, c.p.pL, c.p.pB,
-        c.p.pR, c.p.dH, c.p.dW, c.p.g));
+    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(
+        nullptr, &x, &w, c.bias ? &b : &nb, &y, c.p.sH, c.p.sW, c.p.pT, c.p.pL,
+        c.p.pB, c.p.pR, c.p.dH, c.p.dW, c.p.g));
     expectNear(y.v,
                naiveConv(x, w, c.bias ? std::addressof(b) : nullptr, c.y, c.p),
                1e-5, "conv");
@@ -85,21 +86,21 @@ TEST(Conv, MatchesNaiveLoopsWithPadsStridesDilationsGroups) {
 TEST(Conv, RejectsWrongOutputShapeAndCachesPrimitives) {
   F x = randomF({1, 2, 5, 5}, 3), w = randomF({2, 2, 3, 3}, 4), b = none();
   F bad({1, 2, 5, 5});
-  EXPECT_EQ(
-      _mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &bad, 1, 1, 0, 0, 0, 0, 1, 1, 1),
-      COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &bad, 1, 1, 0, 0,
+                                         0, 0, 1, 1, 1),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(comet_rt_last_error()).find("expected [1x2x3x3]"),
             std::string::npos)
       << comet_rt_last_error();
   F y({1, 2, 3, 3});
-  ASSERT_RT(
-      _mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1, 1, 1));
+  ASSERT_RT(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0, 0,
+                                         0, 1, 1, 1));
   int64_t cached = comet_rt_primitive_cache_size();
   comet_rt_alloc_stats before, after;
   comet_rt_alloc_get_stats(nullptr, &before);
   for (int i = 0; i < 3; ++i)
-    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1,
-                                           1, 1));
+    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0,
+                                           0, 0, 1, 1, 1));
   comet_rt_alloc_get_stats(nullptr, &after);
   EXPECT_EQ(comet_rt_primitive_cache_size(), cached);
   // Scratchpads are returned after each call.
@@ -111,9 +112,9 @@ TEST(Conv, NonContiguousMemrefIsRejected) {
   F x = randomF({1, 1, 4, 4}, 5), w = randomF({1, 1, 2, 2}, 6), b = none();
   F y({1, 1, 3, 3});
   x.words[3 + 4 + 3] = 2; // innermost stride 2
-  EXPECT_EQ(
-      _mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0, 0, 0, 1, 1, 1),
-      COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 1, 1, 0, 0, 0,
+                                         0, 1, 1, 1),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(comet_rt_last_error()).find("contiguous"),
             std::string::npos);
 }
@@ -145,9 +146,9 @@ TEST(ConvGrad, MatchesNaiveAdjoint) {
   F x = randomF({2, 3, 6, 5}, 7), w = randomF({4, 3, 3, 2}, 8);
   std::vector<int64_t> yd = {2, 4, 3, 5};
   F dy = randomF(yd, 9), dx(x.dims), dw(w.dims), db({4});
-  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &dy, &x, &w, &dx, &dw, &db, p.sH,
-                                              p.sW, p.pT, p.pL, p.pB, p.pR,
-                                              p.dH, p.dW, p.g));
+  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &dy, &x, &w, &dx, &dw,
+                                              &db, p.sH, p.sW, p.pT, p.pL, p.pB,
+                                              p.pR, p.dH, p.dW, p.g));
   // Check against the forward reference: <dY, conv(e_k)> for unit vectors.
   std::vector<double> wantDx(x.size()), wantDw(w.size()), wantDb(4, 0.0);
   for (int64_t k = 0; k < x.size(); ++k) {
@@ -176,9 +177,9 @@ TEST(ConvGrad, MatchesNaiveAdjoint) {
 
   // Absent outputs are skipped (LeNet's first ConvGrad has no dX).
   F n = none(), dw2(w.dims);
-  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &dy, &x, &w, &n, &dw2, &n, p.sH,
-                                              p.sW, p.pT, p.pL, p.pB, p.pR,
-                                              p.dH, p.dW, p.g));
+  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &dy, &x, &w, &n, &dw2,
+                                              &n, p.sH, p.sW, p.pT, p.pL, p.pB,
+                                              p.pR, p.dH, p.dW, p.g));
   expectNear(dw2.v, wantDw, 1e-5, "dW only");
 }
 
@@ -217,8 +218,8 @@ TEST(Gemm, AllTransposesAlphaBetaAndBroadcastC) {
                          : std::vector<int64_t>{K, N},
                       seed++);
         F c = randomF(cd, seed++), y({M, N});
-        ASSERT_RT(
-            _mlir_ciface_comet_rt_gemm(nullptr, &a, &b, &c, &y, 0.5f, -2.0f, ta, tb));
+        ASSERT_RT(_mlir_ciface_comet_rt_gemm(nullptr, &a, &b, &c, &y, 0.5f,
+                                             -2.0f, ta, tb));
         expectNear(
             y.v,
             naiveGemm(a, b, std::addressof(c), M, N, K, ta, tb, 0.5f, -2.0f),
@@ -226,7 +227,8 @@ TEST(Gemm, AllTransposesAlphaBetaAndBroadcastC) {
       }
   // No C, beta 0 (the backward Gemms of the training graphs).
   F a = randomF({K, M}, 90), b = randomF({K, N}, 91), n = none(), y({M, N});
-  ASSERT_RT(_mlir_ciface_comet_rt_gemm(nullptr, &a, &b, &n, &y, 1.0f, 0.0f, 1, 0));
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_gemm(nullptr, &a, &b, &n, &y, 1.0f, 0.0f, 1, 0));
   expectNear(y.v, naiveGemm(a, b, nullptr, M, N, K, true, false, 1, 0), 1e-5);
   F bad({M, N + 1});
   EXPECT_EQ(_mlir_ciface_comet_rt_gemm(nullptr, &a, &b, &n, &bad, 1, 0, 1, 0),
@@ -261,7 +263,8 @@ TEST(BatchNorm, TrainingStatisticsAndRunningUpdate) {
     bi = randomF({C}, 42), im = randomF({C}, 43), iv = randomF({C}, 44, 0.5, 2);
   F y(x.dims), rm({C}), rv({C}), sm({C}), si({C});
   float eps = 1e-5f, mom = 0.9f;
-  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_internal(nullptr, &x, &sc, &bi, &im, &iv, &y, &rm, &rv, &sm, &si, eps, mom, 1));
+  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_internal(
+      nullptr, &x, &sc, &bi, &im, &iv, &y, &rm, &rv, &sm, &si, eps, mom, 1));
   std::vector<double> wantY(x.size());
   for (int64_t c = 0; c < C; ++c) {
     double mean = 0, var = 0;
@@ -287,7 +290,8 @@ TEST(BatchNorm, TrainingStatisticsAndRunningUpdate) {
 
   // Inference mode uses the given statistics.
   F y2(x.dims), n0 = none();
-  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_internal(nullptr, &x, &sc, &bi, &im, &iv, &y2, &n0, &n0, &n0, &n0, eps, mom, 0));
+  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_internal(
+      nullptr, &x, &sc, &bi, &im, &iv, &y2, &n0, &n0, &n0, &n0, eps, mom, 0));
   for (int64_t k = 0; k < x.size(); ++k) {
     int64_t c = (k / HW) % C;
     ASSERT_NEAR(y2[k], (x[k] - im[c]) / std::sqrt(iv[c] + eps) * sc[c] + bi[c],
@@ -314,8 +318,8 @@ TEST(BatchNormGrad, MatchesClosedForm) {
     si[c] = (float)(1 / std::sqrt(var / M + eps));
   }
   F dx(x.dims), ds({C}), db({C});
-  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_grad(nullptr, &dy, &x, &sc, &sm, &si, &dx,
-                                                  &ds, &db, eps));
+  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_grad(nullptr, &dy, &x, &sc, &sm,
+                                                  &si, &dx, &ds, &db, eps));
   std::vector<double> wantDx(x.size()), wantDs(C), wantDb(C);
   for (int64_t c = 0; c < C; ++c) {
     double sdy = 0, sdyx = 0;
@@ -358,7 +362,9 @@ TEST(SoftmaxCrossEntropy, ReductionsWeightsIgnoreIndex) {
       for (int64_t red = 0; red < 3; ++red) {
         F loss(red == 0 ? std::vector<int64_t>{N} : std::vector<int64_t>{}),
             logp({N, C}), n0 = none();
-        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(nullptr, &s, &labels, weighted ? &w : &n0, &loss, &logp, red, 3, ignore));
+        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(
+            nullptr, &s, &labels, weighted ? &w : &n0, &loss, &logp, red, 3,
+            ignore));
         expectNear(logp.v, lp, 1e-6, "log_prob");
         std::vector<double> per(N), wi(N);
         double sum = 0, sumW = 0;
@@ -377,7 +383,9 @@ TEST(SoftmaxCrossEntropy, ReductionsWeightsIgnoreIndex) {
         // Gradient: (softmax - onehot) * w * dY [/ sum w].
         F dy = red == 0 ? randomF({N}, 62) : F({}, std::vector<float>{0.7f});
         F dx({N, C});
-        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(nullptr, &dy, &logp, &labels, weighted ? &w : &n0, &dx, red, 3, ignore));
+        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(
+            nullptr, &dy, &logp, &labels, weighted ? &w : &n0, &dx, red, 3,
+            ignore));
         std::vector<double> want(N * C);
         for (int64_t n = 0; n < N; ++n)
           for (int64_t c = 0; c < C; ++c) {
@@ -392,12 +400,15 @@ TEST(SoftmaxCrossEntropy, ReductionsWeightsIgnoreIndex) {
 
         // Without the log_prob output (a temporary holds it), the same loss.
         F loss2(loss.dims);
-        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(nullptr, &s, &labels, weighted ? &w : &n0, &loss2, &n0, red, 3, ignore));
+        ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(
+            nullptr, &s, &labels, weighted ? &w : &n0, &loss2, &n0, red, 3,
+            ignore));
         EXPECT_EQ(loss2.v, loss.v);
       }
   I badLabels({N}, std::vector<int64_t>{0, 4, 1, 2, 3, 1});
   F loss({}), n0 = none();
-  EXPECT_EQ(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(nullptr, &s, &badLabels, &n0, &loss, &n0, 2, 0, 0),
+  EXPECT_EQ(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(
+                nullptr, &s, &badLabels, &n0, &loss, &n0, 2, 0, 0),
             COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
@@ -428,8 +439,8 @@ TEST(MaxPool, ValuesAndOrtFlatIndices) {
     // kernel 3x2, stride 2x2, pads top 1 left 0 bottom 1 right 1.
     F y({N, C, 3, 3});
     I ind({N, C, 3, 3});
-    ASSERT_RT(_mlir_ciface_comet_rt_maxpool2d(nullptr, &x, &y, &ind, 3, 2, 2, 2, 1, 0, 1,
-                                              1, 1, 1, storage));
+    ASSERT_RT(_mlir_ciface_comet_rt_maxpool2d(nullptr, &x, &y, &ind, 3, 2, 2, 2,
+                                              1, 0, 1, 1, 1, 1, storage));
     for (int64_t p = 0; p < N * C; ++p)
       for (int64_t i = 0; i < 3; ++i)
         for (int64_t j = 0; j < 3; ++j) {
@@ -455,8 +466,8 @@ TEST(MaxPool, ValuesAndOrtFlatIndices) {
   // MaxPoolGrad scatters dY to those flat indices, accumulating repeats.
   F y({N, C, 2, 3});
   I ind({N, C, 2, 3});
-  ASSERT_RT(_mlir_ciface_comet_rt_maxpool2d(nullptr, &x, &y, &ind, 3, 3, 2, 2, 0, 0, 0,
-                                            0, 1, 1, 0));
+  ASSERT_RT(_mlir_ciface_comet_rt_maxpool2d(nullptr, &x, &y, &ind, 3, 3, 2, 2,
+                                            0, 0, 0, 0, 1, 1, 0));
   F dy = randomF(y.dims, 71), dx(x.dims, 123.0f);
   ASSERT_RT(_mlir_ciface_comet_rt_maxpool_grad(nullptr, &dy, &ind, &dx));
   std::vector<double> want(x.size(), 0.0);
@@ -559,13 +570,13 @@ TEST(Accumulator, AddsOrOverwritesInPlace) {
       val({4}, std::vector<float>{10, 20, 30, 40});
   B ow({1}, std::vector<uint8_t>{0}), upd({1}, std::vector<uint8_t>{0});
   F n0 = none();
-  ASSERT_RT(
-      _mlir_ciface_comet_rt_inplace_accumulator_v2(nullptr, &buf, &val, &ow, &upd, &n0));
+  ASSERT_RT(_mlir_ciface_comet_rt_inplace_accumulator_v2(nullptr, &buf, &val,
+                                                         &ow, &upd, &n0));
   EXPECT_EQ(buf.v, (std::vector<float>{11, 22, 33, 44}));
   EXPECT_EQ(upd[0], 1);
   ow[0] = 1;
-  ASSERT_RT(_mlir_ciface_comet_rt_inplace_accumulator_v2(nullptr, &buf, &val, &ow, &upd,
-                                                         &buf));
+  ASSERT_RT(_mlir_ciface_comet_rt_inplace_accumulator_v2(nullptr, &buf, &val,
+                                                         &ow, &upd, &buf));
   EXPECT_EQ(buf.v, val.v);
 }
 
@@ -581,9 +592,9 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
       I step({1}, std::vector<int64_t>{3});
       B flag({1}), n0({0});
       float a = 0.9f, b = 0.999f, eps = 1e-6f, wd = 0.05f;
-      ASSERT_RT(_mlir_ciface_comet_rt_adamw(nullptr, &lr, &step, &w, &g, &m1, &m2, &n0,
-                                            &flag, a, b, eps, wd, mode,
-                                            correct));
+      ASSERT_RT(_mlir_ciface_comet_rt_adamw(nullptr, &lr, &step, &w, &g, &m1,
+                                            &m2, &n0, &flag, a, b, eps, wd,
+                                            mode, correct));
       EXPECT_EQ(flag[0], 1);
       double ac = correct ? 1 - std::pow((double)a, 3) : 1;
       double bc = correct ? 1 - std::pow((double)b, 3) : 1;
@@ -606,9 +617,9 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
       // update_signal false: nothing moves.
       B off({1}, std::vector<uint8_t>{0});
       F w1 = w;
-      ASSERT_RT(_mlir_ciface_comet_rt_adamw(nullptr, &lr, &step, &w, &g, &m1, &m2, &off,
-                                            &flag, a, b, eps, wd, mode,
-                                            correct));
+      ASSERT_RT(_mlir_ciface_comet_rt_adamw(nullptr, &lr, &step, &w, &g, &m1,
+                                            &m2, &off, &flag, a, b, eps, wd,
+                                            mode, correct));
       EXPECT_EQ(w.v, w1.v);
       EXPECT_EQ(flag[0], 0);
     }
@@ -622,8 +633,8 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
   w = w0;
   // Two momentum steps: v1 = g', v2 = mu v1 + g'.
   for (int step = 0; step < 2; ++step)
-    ASSERT_RT(
-        _mlir_ciface_comet_rt_sgd_momentum(nullptr, &lr, &w, &g, &v, 0.9f, 0.0f, 0));
+    ASSERT_RT(_mlir_ciface_comet_rt_sgd_momentum(nullptr, &lr, &w, &g, &v, 0.9f,
+                                                 0.0f, 0));
   for (int i = 0; i < 6; ++i) {
     EXPECT_NEAR(v[i], 1.9 * g[i], 1e-6);
     EXPECT_NEAR(w[i], w0[i] - 0.1 * g[i] - 0.1 * 1.9 * g[i], 1e-6);

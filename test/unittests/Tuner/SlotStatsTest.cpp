@@ -151,7 +151,8 @@ observe(std::vector<float> x, std::vector<int64_t> xShape,
   comet_rt_slot_stats_enable(nullptr, 1);
   MemrefND mx(x, xShape), mdy(dy, dyShape);
   EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, slot, 0), 0);
-  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, slot, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, slot, 0),
+            0);
   comet_rt_slot_stats_enable(nullptr, 0);
   comet_rt_slot_observation o;
   EXPECT_EQ(comet_rt_slot_get_observation(nullptr, slot, 0, &o), 0);

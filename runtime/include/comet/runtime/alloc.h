@@ -2,11 +2,11 @@
  *
  * Every tensor of a COMET training step comes from comet_rt_alloc and is
  * counted in one category of one runtime context (context.h); compiled code
- * allocates through comet_rt_buffer_alloc (abi.def). The allocator keeps, per category, the bytes
- * live now and the most ever live at once, and the global peak: the largest
- * sum over all categories at one instant (not the sum of per-category
- * peaks). It is thread-safe; the global peak and its per-category breakdown
- * are taken under one lock, so they are exact.
+ * allocates through comet_rt_buffer_alloc (abi.def). The allocator keeps, per
+ *category, the bytes live now and the most ever live at once, and the global
+ *peak: the largest sum over all categories at one instant (not the sum of
+ *per-category peaks). It is thread-safe; the global peak and its per-category
+ *breakdown are taken under one lock, so they are exact.
  *
  * The counted size is the requested size, not the rounded-up block.
  *

@@ -1,4 +1,5 @@
-/*===- comet/runtime/slot_stats.h - Per-slot training statistics, C ABI ------===*
+/*===- comet/runtime/slot_stats.h - Per-slot training statistics, C ABI
+ *------===*
  *
  * What lowered code calls so that the bound tuner (comet/Tuner/Tuner.h) can
  * re-tune the slot of a lossy compressed activation from measurements.
@@ -102,8 +103,9 @@ COMET_RT_API int32_t comet_rt_slot_set_moments(comet_rt_context *ctx,
 
 /* The sums of (slot, consumer); all zero (aux_max -inf) if none. Returns 0,
  * or COMET_RT_ERROR_INVALID_ARGUMENT for a negative slot or consumer. */
-COMET_RT_API int32_t comet_rt_slot_get_observation(
-    comet_rt_context *ctx, int64_t slot, int64_t consumer, comet_rt_slot_observation *out);
+COMET_RT_API int32_t
+comet_rt_slot_get_observation(comet_rt_context *ctx, int64_t slot,
+                              int64_t consumer, comet_rt_slot_observation *out);
 
 /* Forgets every observation (collection stays as it is). */
 COMET_RT_API void comet_rt_slot_observations_clear(comet_rt_context *ctx);
