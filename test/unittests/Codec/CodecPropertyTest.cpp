@@ -24,6 +24,8 @@ enum class Mag { Denormal, Tiny, Unit, Large, Huge };
 
 const char *distName(Dist d) {
   switch (d) {
+  case Dist::Smooth:
+    return "smooth";
   case Dist::Uniform:
     return "uniform";
   case Dist::Normal:
@@ -133,6 +135,13 @@ TEST_P(CodecProperty, SzGuaranteesHold) {
         ASSERT_EQ(st, COMET_RT_OK);
         ASSERT_TRUE(n == 0 ||
                     !std::memcmp(y.data(), y1.data(), n * sizeof(float)));
+        // Version 1, which the decoder keeps reading, holds them too.
+        auto v1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                              {n}, eb, &st, 1);
+        ASSERT_EQ(st, COMET_RT_OK);
+        y1 = decompressVec(v1, n, &st);
+        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(checkGuarantees(x, y1, eb), 0u);
       }
     }
   }
@@ -172,7 +181,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllDistributions, CodecProperty,
     ::testing::Combine(::testing::Values(Dist::Uniform, Dist::Normal,
                                          Dist::Relu50, Dist::Relu95,
-                                         Dist::Constant),
+                                         Dist::Constant, Dist::Smooth),
                        ::testing::Values(Mag::Denormal, Mag::Tiny, Mag::Unit,
                                          Mag::Large, Mag::Huge)),
     paramName);
@@ -192,10 +201,15 @@ TEST(CodecSz, PostReluZerosExactAndCompresses) {
     if (x[i] == 0.0f)
       ASSERT_EQ(bitsOf(y[i]), 0u) << i;
   EXPECT_EQ(checkGuarantees(x, y, 1e-2), 0u);
-  // Nothing but zeros: one descriptor byte per 64-element block.
+  // Nothing but zeros: a zero u32 size per 4096-element chunk (version 2),
+  // one descriptor byte per 64-element block (version 1).
   std::vector<float> zeros(64 * 1000, 0.0f);
   s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, zeros.data(),
                   {zeros.size()}, 1e-3, &st);
+  ASSERT_EQ(st, COMET_RT_OK);
+  EXPECT_EQ(s.size(), 128u + 4u * 16u);
+  s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, zeros.data(),
+                  {zeros.size()}, 1e-3, &st, 1);
   ASSERT_EQ(st, COMET_RT_OK);
   EXPECT_EQ(s.size(), 128u + 1000u);
 }
@@ -227,7 +241,7 @@ TEST(CodecSz, HeaderRecordsShapeAndBound) {
   ASSERT_EQ(st, COMET_RT_OK);
   comet_rt_codec_info info;
   ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
-  EXPECT_EQ(info.version, 1u);
+  EXPECT_EQ(info.version, 2u);
   EXPECT_EQ(info.codec, COMET_RT_CODEC_SZ);
   EXPECT_EQ(info.rank, 3u);
   EXPECT_EQ(info.dims[0], 2u);
