@@ -995,6 +995,7 @@ using format::kMaxRiceBytes;
 using format::kV2Dense;
 using format::kV2Raw;
 using format::kV2RiceLorenzo;
+using format::kV2RiceLorenzo2d;
 using format::kV2RicePlain;
 using format::kV2SparsePositive;
 using format::kV2SparseSigned;
@@ -1036,33 +1037,42 @@ inline size_t worstChunkBytes(uint64_t len, size_t elemSize) {
   return kChunkHeaderSize + 2 * ceilDiv(len, kBlockSize) + len * elemSize;
 }
 
-// Golomb-Rice bits of v[0..len) with parameter k: a unary quotient (v >> k
-// zeros, then a one) and the k low bits.
-inline uint64_t riceBits(const uint32_t *v, unsigned len, unsigned k) {
-  uint32_t sum = 0; // <= 64 * 2^24
-  for (unsigned i = 0; i < len; ++i)
-    sum += v[i] >> k;
-  return uint64_t(sum) + uint64_t(len) * (k + 1);
-}
-
-// The cheapest k near log2 of the mean (the optimum for geometric data is
-// within one of it) and its cost in bits; ties go to the lower k.
-inline uint64_t bestRice(const uint32_t *v, unsigned len, unsigned &kOut) {
-  uint64_t sum = 0;
-  for (unsigned i = 0; i < len; ++i)
+// The cheapest Golomb-Rice parameter k for v[0..len) (values < 2^25) among
+// m - 1, m, m + 1 with m = floor(log2(mean)) (the optimum for geometric data
+// is within one of it), and its cost in bits; ties go to the lower k. A
+// value costs (v >> k) + 1 + k bits. All sums fit 32 bits (64 values).
+template <unsigned Len>
+inline uint64_t bestRiceN(const uint32_t *v, unsigned len, unsigned &kOut) {
+  const unsigned n = Len ? Len : len;
+  uint32_t sum = 0;
+  for (unsigned i = 0; i < n; ++i)
     sum += v[i];
-  uint64_t mean = sum / len;
-  unsigned k0 = mean ? 63 - __builtin_clzll(mean) : 0;
-  unsigned lo = k0 ? k0 - 1 : 0, hi = std::min<unsigned>(k0 + 1, kMaxWidth);
+  uint32_t mean = sum / n;
+  unsigned k0 = mean ? 31 - __builtin_clz(mean) : 0;
+  unsigned lo = k0 ? k0 - 1 : 0;
+  uint32_t s0 = 0, s1 = 0, s2 = 0; // sums of v >> lo, lo + 1, lo + 2
+  for (unsigned i = 0; i < n; ++i) {
+    uint32_t x = v[i] >> lo;
+    s0 += x;
+    s1 += x >> 1;
+    s2 += x >> 2;
+  }
+  const uint32_t sums[3] = {s0, s1, s2};
+  const unsigned hi = std::min<unsigned>(k0 + 1, kMaxWidth);
   uint64_t best = ~uint64_t(0);
   for (unsigned k = lo; k <= hi; ++k) {
-    uint64_t b = riceBits(v, len, k);
+    uint64_t b = uint64_t(sums[k - lo]) + uint64_t(n) * (k + 1);
     if (b < best) {
       best = b;
       kOut = k;
     }
   }
   return best;
+}
+
+inline uint64_t bestRice(const uint32_t *v, unsigned len, unsigned &kOut) {
+  return len == kBlockSize ? bestRiceN<kBlockSize>(v, len, kOut)
+                           : bestRiceN<0>(v, len, kOut);
 }
 
 // LSB-first bit writer into a zeroed buffer.
@@ -1097,6 +1107,11 @@ inline size_t riceEncode(const uint32_t *v, unsigned len, unsigned k,
   const uint32_t lowMask = (uint32_t(1) << k) - 1;
   for (unsigned i = 0; i < len; ++i) {
     uint32_t u = v[i] >> k;
+    if (u + 1 + k <= 32) { // the common case: one write of both parts
+      w.put((uint64_t(v[i] & lowMask) << (u + 1)) | (uint64_t(1) << u),
+            u + 1 + k);
+      continue;
+    }
     for (; u >= 31; u -= 31)
       w.put(0, 31);
     w.put(uint64_t(1) << u, u + 1);
@@ -1143,6 +1158,82 @@ inline bool riceDecode(const uint8_t *in, unsigned bytes, unsigned k,
   return pos % 8 == 0 || (buf[bytes - 1] >> (pos % 8)) == 0;
 }
 
+// Where the 2D Lorenzo predictor (mode 6) finds an element's neighbours:
+// rows of w elements in planes of hw, the tensor's last two dims; w = 0 for
+// rank < 2 (no mode 6).
+struct Grid {
+  uint64_t w = 0, hw = 0;
+};
+
+// The mode 6 values of chunk elements [i0, i0 + len): zigzag(r[i] - pred)
+// with pred from r's left, upper and upper-left neighbours inside the chunk
+// (c0: the chunk's first flat index). r holds the chunk's reference codes.
+inline void lorenzo2d(const int32_t *r, unsigned i0, unsigned len, uint64_t c0,
+                      const Grid &g, uint32_t *out) {
+  uint64_t col = (c0 + i0) % g.w, inPlane = (c0 + i0) % g.hw;
+  if (i0 >= g.w + 1 && inPlane >= g.w && inPlane + len <= g.hw) {
+    // Fast path, the same values: every element has its upper neighbours
+    // in the chunk and the plane, so only the first column lacks a left one.
+    const int32_t *a = r + i0 - 1, *b = r + i0 - g.w, *c = r + i0 - g.w - 1;
+    const int32_t *x = r + i0;
+    for (unsigned j = 0; j < len; ++j)
+      out[j] = zigzag(int32_t(
+          uint32_t(x[j]) - (uint32_t(a[j]) + uint32_t(b[j]) - uint32_t(c[j]))));
+    for (uint64_t j = col ? g.w - col : 0; j < len; j += g.w)
+      out[j] = zigzag(int32_t(uint32_t(x[j]) - uint32_t(b[j])));
+    return;
+  }
+  for (unsigned j = 0; j < len; ++j) {
+    const unsigned i = i0 + j;
+    const bool left = col > 0 && i >= 1, up = inPlane >= g.w && i >= g.w;
+    uint32_t pred = 0;
+    if (left && up && i >= g.w + 1)
+      pred =
+          uint32_t(r[i - 1]) + uint32_t(r[i - g.w]) - uint32_t(r[i - g.w - 1]);
+    else if (left)
+      pred = uint32_t(r[i - 1]);
+    else if (up)
+      pred = uint32_t(r[i - g.w]);
+    out[j] = zigzag(int32_t(uint32_t(r[i]) - pred));
+    if (++col == g.w)
+      col = 0;
+    if (++inPlane == g.hw)
+      inPlane = 0;
+  }
+}
+
+// Decodes mode 6: r[i0 + j] = unzigzag(v[j]) + pred, in element order.
+inline void unLorenzo2d(int32_t *r, unsigned i0, unsigned len, uint64_t c0,
+                        const Grid &g, const uint32_t *v) {
+  uint64_t col = (c0 + i0) % g.w, inPlane = (c0 + i0) % g.hw;
+  for (unsigned j = 0; j < len; ++j) {
+    const unsigned i = i0 + j;
+    const bool left = col > 0 && i >= 1, up = inPlane >= g.w && i >= g.w;
+    uint32_t pred = 0;
+    if (left && up && i >= g.w + 1)
+      pred =
+          uint32_t(r[i - 1]) + uint32_t(r[i - g.w]) - uint32_t(r[i - g.w - 1]);
+    else if (left)
+      pred = uint32_t(r[i - 1]);
+    else if (up)
+      pred = uint32_t(r[i - g.w]);
+    r[i] = int32_t(uint32_t(unzigzag(v[j])) + pred); // wraps on bad input
+    if (++col == g.w)
+      col = 0;
+    if (++inPlane == g.hw)
+      inPlane = 0;
+  }
+}
+
+inline Grid gridOf(const Header &h) {
+  Grid g;
+  if (h.rank >= 2 && h.n) {
+    g.w = h.dims[h.rank - 1];
+    g.hw = g.w * h.dims[h.rank - 2]; // <= n: no overflow
+  }
+  return g;
+}
+
 struct PlanV2 {
   uint8_t mode = kV2Dense, param = 0;
   bool present = false, hasAux = false;
@@ -1158,12 +1249,17 @@ constexpr size_t kStageV2 = std::max<size_t>(kStageBytes, kMaxRiceBytes + 8);
 template <typename E, bool Avx2>
 __attribute__((always_inline)) inline PlanV2
 encodeBlockV2(const uint8_t *x, unsigned len, const QuantParams &qp,
-              uint8_t *stage, uint64_t *badMask) {
+              uint8_t *stage, uint64_t *badMask, int32_t *r, unsigned i0,
+              uint64_t c0, const Grid &g) {
   alignas(64) int32_t q[kBlockSize];
   alignas(64) uint32_t res[kBlockSize];
   alignas(64) uint32_t zq[kBlockSize];
+  alignas(64) uint32_t z2[kBlockSize];
   BlockStats s;
   scanBlockIsa<E, Avx2>(x, len, qp, q, res, s);
+  // The reference codes for mode 6 (0 at outliers, as q has them); reset
+  // below if the block becomes raw.
+  std::memcpy(r + i0, q, len * sizeof(int32_t));
   PlanV2 p;
   *badMask = 0;
   if (s.nz == 0 && s.bad == 0)
@@ -1204,7 +1300,7 @@ encodeBlockV2(const uint8_t *x, unsigned len, const QuantParams &qp,
     haveRes = true;
   };
   // Rice needs at least one bit per value: skip it when that cannot win.
-  unsigned kL = 0, kP = 0;
+  unsigned kL = 0, kP = 0, k2 = 0;
   if (best > 2 + ceilDiv(len, 8) + outlierCost) {
     // q holds 0 at outliers, as the plain mode codes them.
     for (unsigned i = 0; i < len; ++i)
@@ -1222,10 +1318,20 @@ encodeBlockV2(const uint8_t *x, unsigned len, const QuantParams &qp,
       p.mode = kV2RicePlain;
       p.param = uint8_t(kP);
     }
+    if (g.w) {
+      lorenzo2d(r, i0, len, c0, g, z2);
+      uint64_t c2 = ceilDiv(bestRice(z2, len, k2), 8);
+      if (c2 <= kMaxRiceBytes && 2 + c2 + outlierCost < best) {
+        best = 2 + c2 + outlierCost;
+        p.mode = kV2RiceLorenzo2d;
+        p.param = uint8_t(k2);
+      }
+    }
   }
   switch (p.mode) {
   case kV2Raw:
     std::memcpy(stage, x, size_t(len) * E::size);
+    std::memset(r + i0, 0, len * sizeof(int32_t));
     p.bytes = len * unsigned(E::size);
     return p;
   case kV2Dense:
@@ -1241,6 +1347,11 @@ encodeBlockV2(const uint8_t *x, unsigned len, const QuantParams &qp,
     break;
   case kV2RicePlain:
     p.bytes = unsigned(riceEncode(zq, len, kP, stage));
+    p.hasAux = true;
+    p.aux = uint8_t(p.bytes);
+    break;
+  case kV2RiceLorenzo2d:
+    p.bytes = unsigned(riceEncode(z2, len, k2, stage));
     p.hasAux = true;
     p.aux = uint8_t(p.bytes);
     break;
@@ -1270,8 +1381,10 @@ encodeBlockV2(const uint8_t *x, unsigned len, const QuantParams &qp,
 template <typename E, bool Avx2>
 __attribute__((always_inline)) inline size_t
 encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
-                uint8_t *dst, uint64_t *numOutliers) {
+                uint8_t *dst, uint64_t *numOutliers, uint64_t c0,
+                const Grid &g) {
   const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+  alignas(64) int32_t r[kChunkElems];
   uint8_t desc[kChunkBlocks], aux[kChunkBlocks];
   uint16_t outIdx[kChunkElems];
   alignas(64) uint8_t bodies[kChunkElems * 4 + 64];
@@ -1284,7 +1397,8 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
         unsigned(std::min<uint64_t>(kBlockSize, len - b * kBlockSize));
     uint64_t bad;
     const uint8_t *xb = x + size_t(b) * kBlockSize * E::size;
-    PlanV2 p = encodeBlockV2<E, Avx2>(xb, bl, qp, stage, &bad);
+    PlanV2 p = encodeBlockV2<E, Avx2>(xb, bl, qp, stage, &bad, r,
+                                      b * kBlockSize, c0, g);
     if (!p.present)
       continue;
     bitmap |= uint64_t(1) << b;
@@ -1321,8 +1435,8 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
 template <typename E>
 size_t encodeChunkBaseline(const uint8_t *x, uint64_t len,
                            const QuantParams &qp, uint8_t *dst,
-                           uint64_t *numOutliers) {
-  return encodeChunkBody<E, false>(x, len, qp, dst, numOutliers);
+                           uint64_t *numOutliers, uint64_t c0, const Grid &g) {
+  return encodeChunkBody<E, false>(x, len, qp, dst, numOutliers, c0, g);
 }
 
 #if defined(COMET_CODEC_HAVE_AVX2)
@@ -1331,8 +1445,9 @@ size_t encodeChunkBaseline(const uint8_t *x, uint64_t len,
 template <typename E>
 __attribute__((target("avx2"))) size_t
 encodeChunkAvx2(const uint8_t *x, uint64_t len, const QuantParams &qp,
-                uint8_t *dst, uint64_t *numOutliers) {
-  return encodeChunkBody<E, true>(x, len, qp, dst, numOutliers);
+                uint8_t *dst, uint64_t *numOutliers, uint64_t c0,
+                const Grid &g) {
+  return encodeChunkBody<E, true>(x, len, qp, dst, numOutliers, c0, g);
 }
 #endif
 
@@ -1366,6 +1481,7 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
   if (!sizes || !outs)
     return COMET_RT_ERR_OUT_OF_MEMORY;
   uint8_t *staging = base + kHeaderSize + 4 * nc;
+  const Grid g = gridOf(h);
   auto encode = encodeChunkBaseline<E>;
 #if defined(COMET_CODEC_HAVE_AVX2)
   if (useAvx2())
@@ -1378,7 +1494,8 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
         std::min<uint64_t>(kChunkElems, n - uint64_t(c) * kChunkElems);
     outs[c] = 0;
     sizes[c] = encode(x + uint64_t(c) * kChunkElems * E::size, len, qp,
-                      staging + uint64_t(c) * slot, &outs[c]);
+                      staging + uint64_t(c) * slot, &outs[c],
+                      uint64_t(c) * kChunkElems, g);
   }
   uint8_t *table = base + kHeaderSize, *dst = staging;
   uint64_t payload = 0, numOutliers = 0;
@@ -1407,7 +1524,7 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
 template <typename E>
 comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
                             const QuantParams &qp, uint8_t *out,
-                            uint64_t *numOutliers) {
+                            uint64_t *numOutliers, uint64_t c0, const Grid &g) {
   const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
   if (size == 0) {
     std::memset(out, 0, size_t(len) * E::size);
@@ -1428,7 +1545,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
   for (unsigned i = 0; i < nd; ++i) {
     unsigned mode = desc[i] >> 5, param = desc[i] & 31;
     if (mode >= format::kV2NumModes || param > kMaxWidth ||
-        (mode == kV2Raw && param != 0))
+        (mode == kV2Raw && param != 0) || (mode == kV2RiceLorenzo2d && !g.w))
       return COMET_RT_ERR_CORRUPT;
     na += mode != kV2Dense && mode != kV2Raw;
   }
@@ -1437,29 +1554,32 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
     return COMET_RT_ERR_CORRUPT;
   const uint8_t *aux = in + pos;
   pos += na;
-  // Body offsets, each size checked before any body is read.
+  // Body offsets, each size checked before any body is read; the block of
+  // each present descriptor.
   uint32_t off[kChunkBlocks + 1];
+  uint8_t blockOf[kChunkBlocks];
   uint64_t bodyTotal = 0;
-  uint64_t rawMask = 0; // blocks (by index) whose outliers are not allowed
+  uint64_t noOutliers = ~bitmap; // absent and raw blocks
   for (unsigned i = 0, a = 0, b = 0; i < nd; ++i, ++b) {
     while (!((bitmap >> b) & 1))
-      rawMask |= uint64_t(1) << b++;
+      ++b;
+    blockOf[i] = uint8_t(b);
     unsigned bl =
         unsigned(std::min<uint64_t>(kBlockSize, len - b * kBlockSize));
     unsigned mode = desc[i] >> 5, w = desc[i] & 31;
     uint64_t bytes;
     if (mode == kV2Raw) {
       bytes = uint64_t(bl) * E::size;
-      rawMask |= uint64_t(1) << b;
+      noOutliers |= uint64_t(1) << b;
     } else if (mode == kV2Dense) {
       bytes = packedBytes(bl, w);
-    } else if (mode == kV2RiceLorenzo || mode == kV2RicePlain) {
-      bytes = aux[a++];
-    } else {
+    } else if (mode == kV2SparseSigned || mode == kV2SparsePositive) {
       unsigned c = aux[a++];
       if (c > bl)
         return COMET_RT_ERR_CORRUPT;
       bytes = ceilDiv(bl, 8) + packedBytes(c, w);
+    } else {
+      bytes = aux[a++]; // Rice
     }
     off[i] = uint32_t(bodyTotal);
     bodyTotal += bytes;
@@ -1468,32 +1588,62 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
   if (pos + bodyTotal + uint64_t(nOut) * (2 + E::size) != size)
     return COMET_RT_ERR_CORRUPT;
   const uint8_t *bodies = in + pos;
-  for (unsigned i = 0, a = 0, b = 0; i < nd; ++i, ++b) {
-    while (!((bitmap >> b) & 1)) {
-      std::memset(out + size_t(b) * kBlockSize * E::size, 0,
-                  kBlockSize * E::size);
-      ++b;
-    }
-    unsigned bl =
-        unsigned(std::min<uint64_t>(kBlockSize, len - b * kBlockSize));
+  // Outliers: strictly increasing indices into present, non-raw blocks;
+  // checked before any block is decoded (mode 6 needs their positions).
+  const uint8_t *idx = bodies + bodyTotal, *val = idx + 2 * nOut;
+  uint64_t outMask[kChunkBlocks] = {};
+  for (unsigned k = 0, prev = 0; k < nOut; ++k) {
+    unsigned i = loadLE<uint16_t>(idx + 2 * k);
+    if (i >= len || (k > 0 && i <= prev) ||
+        ((noOutliers >> (i / kBlockSize)) & 1))
+      return COMET_RT_ERR_CORRUPT;
+    prev = i;
+    outMask[i / kBlockSize] |= uint64_t(1) << (i % kBlockSize);
+  }
+  std::memset(out, 0, size_t(len) * E::size); // absent blocks
+  alignas(64) int32_t r[kChunkElems];         // mode 6's reference codes
+  for (unsigned i = 0, a = 0; i < nd; ++i) {
+    const unsigned b = blockOf[i], i0 = b * kBlockSize;
+    const unsigned bl =
+        unsigned(std::min<uint64_t>(kBlockSize, len - uint64_t(i0)));
+    if (i == 0 || blockOf[i - 1] + 1u != b) // absent blocks before b
+      std::memset(r + (i ? (blockOf[i - 1] + 1u) * kBlockSize : 0), 0,
+                  (i0 - (i ? (blockOf[i - 1] + 1u) * kBlockSize : 0)) *
+                      sizeof(int32_t));
     unsigned mode = desc[i] >> 5, w = desc[i] & 31;
     const uint8_t *src = bodies + off[i];
-    uint8_t *dst = out + size_t(b) * kBlockSize * E::size;
+    uint8_t *dst = out + size_t(i0) * E::size;
+    int32_t *q = r + i0;
     if (mode == kV2Raw) {
       std::memcpy(dst, src, size_t(bl) * E::size);
+      std::memset(q, 0, bl * sizeof(int32_t));
       continue;
     }
     alignas(64) uint32_t v[kBlockSize];
-    alignas(64) int32_t q[kBlockSize];
-    bool lorenzo = mode == kV2Dense || mode == kV2RiceLorenzo;
     if (mode == kV2Dense) {
       unpackBits(src, v, bl, w);
-    } else if (mode == kV2RiceLorenzo || mode == kV2RicePlain) {
+    } else if (mode == kV2SparseSigned || mode == kV2SparsePositive) {
+      unsigned maskBytes = unsigned(ceilDiv(bl, 8)), nnz = aux[a++];
+      uint64_t maskBits = 0;
+      std::memcpy(&maskBits, src, maskBytes);
+      bool tailClear = bl % 8 == 0 || (src[maskBytes - 1] >> (bl % 8)) == 0;
+      if (popcount64(maskBits) != nnz || !tailClear)
+        return COMET_RT_ERR_CORRUPT;
+      unpackBits(src + maskBytes, v, nnz, w);
+      std::fill(q, q + bl, 0);
+      unsigned k = 0;
+      if (mode == kV2SparsePositive)
+        for (uint64_t m = maskBits; m; m &= m - 1)
+          q[__builtin_ctzll(m)] = int32_t(v[k++] + 1);
+      else
+        for (uint64_t m = maskBits; m; m &= m - 1)
+          q[__builtin_ctzll(m)] = unzigzag(v[k++]);
+    } else {
       if (!riceDecode(src, off[i + 1] - off[i], w, bl, v))
         return COMET_RT_ERR_CORRUPT;
       ++a;
     }
-    if (lorenzo) {
+    if (mode == kV2Dense || mode == kV2RiceLorenzo) {
       uint32_t acc = 0; // wraps on corrupt input instead of overflowing
       for (unsigned j = 0; j < bl; ++j) {
         acc += uint32_t(unzigzag(v[j]));
@@ -1502,42 +1652,17 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
     } else if (mode == kV2RicePlain) {
       for (unsigned j = 0; j < bl; ++j)
         q[j] = unzigzag(v[j]);
-    } else {
-      unsigned maskBytes = unsigned(ceilDiv(bl, 8)), nnz = aux[a++];
-      uint64_t maskBits = 0;
-      std::memcpy(&maskBits, src, maskBytes);
-      bool tailClear = bl % 8 == 0 || (src[maskBytes - 1] >> (bl % 8)) == 0;
-      if (popcount64(maskBits) != nnz || !tailClear)
-        return COMET_RT_ERR_CORRUPT;
-      unpackBits(src + maskBytes, v, nnz, w);
-      std::fill(q, q + kBlockSize, 0);
-      unsigned k = 0;
-      if (mode == kV2SparsePositive)
-        for (uint64_t m = maskBits; m; m &= m - 1)
-          q[__builtin_ctzll(m)] = int32_t(v[k++] + 1);
-      else
-        for (uint64_t m = maskBits; m; m &= m - 1)
-          q[__builtin_ctzll(m)] = unzigzag(v[k++]);
+    } else if (mode == kV2RiceLorenzo2d) {
+      unLorenzo2d(r, i0, bl, c0, g, v);
     }
     for (unsigned j = 0; j < bl; ++j)
       E::storeBits(dst + j * E::size, E::fromFloat(float(q[j]) * qp.step));
+    // Outliers' reference codes are 0, whatever their mode decoded.
+    for (uint64_t m = outMask[b]; m; m &= m - 1)
+      q[__builtin_ctzll(m)] = 0;
   }
-  // Absent blocks after the last present one.
-  unsigned lastPresent = 63 - __builtin_clzll(bitmap);
-  for (unsigned b = lastPresent + 1; b < nbk; ++b) {
-    rawMask |= uint64_t(1) << b;
-    unsigned bl =
-        unsigned(std::min<uint64_t>(kBlockSize, len - b * kBlockSize));
-    std::memset(out + size_t(b) * kBlockSize * E::size, 0, bl * E::size);
-  }
-  // Outliers: strictly increasing indices into present, non-raw blocks.
-  const uint8_t *idx = bodies + bodyTotal, *val = idx + 2 * nOut;
-  unsigned prev = 0;
   for (unsigned k = 0; k < nOut; ++k) {
     unsigned i = loadLE<uint16_t>(idx + 2 * k);
-    if (i >= len || (k > 0 && i <= prev) || ((rawMask >> (i / kBlockSize)) & 1))
-      return COMET_RT_ERR_CORRUPT;
-    prev = i;
     std::memcpy(out + size_t(i) * E::size, val + E::size * k, E::size);
   }
   *numOutliers += nOut;
@@ -1551,6 +1676,7 @@ comet_rt_status decompressSzV2(const uint8_t *in, const Header &h,
   quantParams(h.eb, qp); // checked by parseHeader
   const uint64_t n = h.n, nc = h.numBlocks;
   const uint8_t *table = in + kHeaderSize, *chunks = table + 4 * nc;
+  const Grid g = gridOf(h);
   std::unique_ptr<uint64_t[]> off(new (std::nothrow) uint64_t[nc + 1]);
   std::unique_ptr<uint64_t[]> outs(new (std::nothrow) uint64_t[nc ? nc : 1]);
   if (!off || !outs)
@@ -1574,7 +1700,8 @@ comet_rt_status decompressSzV2(const uint8_t *in, const Header &h,
     outs[c] = 0;
     comet_rt_status st =
         decodeChunk<E>(chunks + off[c], off[c + 1] - off[c], len, qp,
-                       out + uint64_t(c) * kChunkElems * E::size, &outs[c]);
+                       out + uint64_t(c) * kChunkElems * E::size, &outs[c],
+                       uint64_t(c) * kChunkElems, g);
     if (st != COMET_RT_OK)
       status.store(st, std::memory_order_relaxed);
   }

@@ -103,7 +103,7 @@ void checkSet(const std::string &dir, int version, size_t minCases) {
 }
 
 TEST(CodecFixtures, Version2ByteExact) {
-  checkSet(COMET_CODEC_FIXTURE_DIR, 2, 15);
+  checkSet(COMET_CODEC_FIXTURE_DIR, 2, 16);
 }
 
 // The decoder keeps reading version 1, and the version 1 encoder (the CUDA

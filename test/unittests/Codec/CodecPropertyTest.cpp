@@ -186,6 +186,43 @@ INSTANTIATE_TEST_SUITE_P(
                                          Mag::Large, Mag::Huge)),
     paramName);
 
+// Multi-dimensional shapes reach the 2D Lorenzo mode, whose neighbours
+// depend on the last two dims and on where chunks start.
+TEST(CodecSz, ShapesKeepGuaranteesAndBytes) {
+  const std::vector<std::vector<uint64_t>> shapes = {
+      {20, 30},    {3, 20, 30}, {2, 5, 61, 67}, {4101, 3},
+      {1, 70, 70}, {64, 1},     {2, 1, 4097}};
+  uint32_t seed = 500;
+  for (const auto &dims : shapes) {
+    uint64_t n = 1;
+    for (uint64_t d : dims)
+      n *= d;
+    for (Dist dist : {Dist::Smooth, Dist::Relu50, Dist::Normal}) {
+      for (bool specials : {false, true}) {
+        std::vector<float> x = makeData(dist, Mag::Unit, n, specials, seed++);
+        for (double eb : {1e-5, 1e-3, 1e-1}) {
+          SCOPED_TRACE("dims[0]=" + std::to_string(dims[0]) +
+                       " n=" + std::to_string(n) + " " + distName(dist) +
+                       " eb=" + std::to_string(eb));
+          comet_rt_status st;
+          comet_rt_codec_set_num_threads(1);
+          auto s1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                                dims, eb, &st);
+          ASSERT_EQ(st, COMET_RT_OK);
+          comet_rt_codec_set_num_threads(3);
+          auto s3 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                                dims, eb, &st);
+          ASSERT_EQ(s1, s3);
+          std::vector<float> y = decompressVec(s1, n, &st);
+          ASSERT_EQ(st, COMET_RT_OK);
+          ASSERT_EQ(checkGuarantees(x, y, eb), 0u);
+        }
+      }
+    }
+  }
+  comet_rt_codec_set_num_threads(0);
+}
+
 // Zero-preservation is what makes post-ReLU data train: the zeros of x must
 // be the zeros of x' and sz must actually compress such data.
 TEST(CodecSz, PostReluZerosExactAndCompresses) {

@@ -62,10 +62,11 @@ enum BlockModeV2 : uint8_t {
   kV2SparseSigned = 1, // as v1
   kV2SparsePositive = 2,
   kV2Raw = 3,
-  kV2RiceLorenzo = 4, // Golomb-Rice(k) of the dense mode's residual codes
-  kV2RicePlain = 5,   // Golomb-Rice(k) of zigzag(q)
+  kV2RiceLorenzo = 4,   // Golomb-Rice(k) of the dense mode's residual codes
+  kV2RicePlain = 5,     // Golomb-Rice(k) of zigzag(q)
+  kV2RiceLorenzo2d = 6, // Golomb-Rice(k) of 2D Lorenzo residuals (rank >= 2)
 };
-inline constexpr uint32_t kV2NumModes = 6;
+inline constexpr uint32_t kV2NumModes = 7;
 
 inline constexpr uint32_t kMaxRank = COMET_RT_CODEC_MAX_RANK;
 // The range of eb: FLT_MIN <= eb <= FLT_MAX / 2.
