@@ -1125,8 +1125,9 @@ inline size_t riceEncode(const uint32_t *v, unsigned len, unsigned k,
 // in the last byte, its padding bits are 0 and every value is below 2^25.
 inline bool riceDecode(const uint8_t *in, unsigned bytes, unsigned k,
                        unsigned len, uint32_t *v) {
-  uint8_t buf[kMaxRiceBytes + 8] = {};
+  uint8_t buf[kMaxRiceBytes + 8];
   std::memcpy(buf, in, bytes);
+  std::memset(buf + bytes, 0, 8); // what the 8-byte loads see past the end
   const uint64_t end = uint64_t(bytes) * 8;
   uint64_t pos = 0;
   for (unsigned i = 0; i < len; ++i) {
@@ -1600,8 +1601,15 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
     prev = i;
     outMask[i / kBlockSize] |= uint64_t(1) << (i % kBlockSize);
   }
-  std::memset(out, 0, size_t(len) * E::size); // absent blocks
-  alignas(64) int32_t r[kChunkElems];         // mode 6's reference codes
+  // Absent blocks decode to +0.0.
+  const uint64_t all = nbk < 64 ? (uint64_t(1) << nbk) - 1 : ~uint64_t(0);
+  for (uint64_t m = ~bitmap & all; m; m &= m - 1) {
+    const unsigned b = __builtin_ctzll(m);
+    std::memset(out + size_t(b) * kBlockSize * E::size, 0,
+                size_t(std::min<uint64_t>(kBlockSize, len - b * kBlockSize)) *
+                    E::size);
+  }
+  alignas(64) int32_t r[kChunkElems]; // mode 6's reference codes
   for (unsigned i = 0, a = 0; i < nd; ++i) {
     const unsigned b = blockOf[i], i0 = b * kBlockSize;
     const unsigned bl =
