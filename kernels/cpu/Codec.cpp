@@ -23,6 +23,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #if __has_include(<omp.h>)
 #include <omp.h>
@@ -419,6 +422,96 @@ inline void quantizeF32(const uint8_t *x, unsigned len, const QuantParams &qp,
     a = _mm_or_si128(a, _mm_srli_si128(a, 8));
     a = _mm_or_si128(a, _mm_srli_si128(a, 4));
     return uint32_t(_mm_cvtsi128_si32(a));
+  };
+  s.resOr = orAll(resOr);
+  s.zzOr = orAll(zzOr);
+  s.posOr = orAll(posOr);
+  s.allPos = int32_t(orAll(negOr)) >= 0;
+  s.haveRes = true;
+}
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+#define COMET_CODEC_HAVE_AVX2 1
+// The F32 quantizer, 8 lanes: the same IEEE operations in the same order as
+// quantizeScalar and quantizeF32 (VEX-encoded, same rounding, no FMA), so
+// the same codes, outliers and reductions. Built for AVX2 only; called only
+// when the CPU has it (see activeIsa).
+__attribute__((target("avx2"))) void
+quantizeF32Avx2(const uint8_t *x, unsigned len, const QuantParams &qp,
+                int32_t *q, uint32_t *res, BlockStats &s) {
+  alignas(32) float tail[kBlockSize];
+  const float *xs = reinterpret_cast<const float *>(x); // loadu only
+  if (len < kBlockSize) {
+    std::memcpy(tail, x, len * 4);
+    std::fill(tail + len, tail + kBlockSize, 0.0f);
+    xs = tail;
+  }
+  const __m256 inv = _mm256_set1_ps(qp.inv), step = _mm256_set1_ps(qp.step);
+  const __m256 limit = _mm256_set1_ps(kQuantLimit);
+  const __m256 magic = _mm256_set1_ps(kRoundMagic);
+  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256d absMaskD =
+      _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m256d eb = _mm256_set1_pd(qp.eb);
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6);
+  const __m256i last = _mm256_set1_epi32(7);
+  const __m256i evens = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  __m256i prev = zero, resOr = zero, zzOr = zero, negOr = zero, posOr = zero;
+  uint64_t ok = 0, nz = 0;
+  for (unsigned i = 0; i < kBlockSize; i += 8) {
+    __m256 xv = _mm256_loadu_ps(xs + i);
+    __m256 v = _mm256_mul_ps(xv, inv);
+    __m256 inRange =
+        _mm256_cmp_ps(_mm256_and_ps(v, absMask), limit, _CMP_LT_OQ);
+    __m256 qf =
+        _mm256_and_ps(_mm256_sub_ps(_mm256_add_ps(v, magic), magic), inRange);
+    __m256 xr = _mm256_mul_ps(qf, step);
+    __m256d dLo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(xv)),
+                                _mm256_cvtps_pd(_mm256_castps256_ps128(xr)));
+    __m256d dHi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1)),
+                                _mm256_cvtps_pd(_mm256_extractf128_ps(xr, 1)));
+    __m256i leLo = _mm256_castpd_si256(
+        _mm256_cmp_pd(_mm256_and_pd(dLo, absMaskD), eb, _CMP_LE_OQ));
+    __m256i leHi = _mm256_castpd_si256(
+        _mm256_cmp_pd(_mm256_and_pd(dHi, absMaskD), eb, _CMP_LE_OQ));
+    __m256i le =
+        _mm256_blend_epi32(_mm256_permutevar8x32_epi32(leLo, evens),
+                           _mm256_permutevar8x32_epi32(leHi, evens), 0xF0);
+    __m256 okv = _mm256_and_ps(inRange, _mm256_castsi256_ps(le));
+    __m256i qi = _mm256_cvttps_epi32(_mm256_and_ps(qf, okv));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + i), qi);
+    ok |= uint64_t(_mm256_movemask_ps(okv)) << i;
+    __m256i isZero = _mm256_cmpeq_epi32(qi, zero);
+    nz |= uint64_t(_mm256_movemask_ps(_mm256_castsi256_ps(isZero)) ^ 0xFF) << i;
+    __m256i zz =
+        _mm256_xor_si256(_mm256_slli_epi32(qi, 1), _mm256_srai_epi32(qi, 31));
+    zzOr = _mm256_or_si256(zzOr, zz);
+    negOr = _mm256_or_si256(negOr, qi);
+    __m256i pos = _mm256_cmpgt_epi32(qi, zero);
+    posOr = _mm256_or_si256(posOr,
+                            _mm256_and_si256(_mm256_sub_epi32(qi, one), pos));
+    __m256i before =
+        _mm256_blend_epi32(_mm256_permutevar8x32_epi32(qi, rot),
+                           _mm256_permutevar8x32_epi32(prev, last), 0x01);
+    __m256i d = _mm256_sub_epi32(qi, before);
+    __m256i dz =
+        _mm256_xor_si256(_mm256_slli_epi32(d, 1), _mm256_srai_epi32(d, 31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(res + i), dz);
+    resOr = _mm256_or_si256(resOr, dz);
+    prev = qi;
+  }
+  s.bad = ~ok & (len == kBlockSize ? ~uint64_t(0) : (uint64_t(1) << len) - 1);
+  s.nz = nz;
+  if (s.bad || len != kBlockSize)
+    return;
+  auto orAll = [](__m256i a) __attribute__((target("avx2"))) {
+    __m128i b =
+        _mm_or_si128(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    b = _mm_or_si128(b, _mm_srli_si128(b, 8));
+    b = _mm_or_si128(b, _mm_srli_si128(b, 4));
+    return uint32_t(_mm_cvtsi128_si32(b));
   };
   s.resOr = orAll(resOr);
   s.zzOr = orAll(zzOr);
@@ -892,6 +985,743 @@ comet_rt_status decompressSz(const uint8_t *in, const Header &h, uint8_t *out) {
 }
 
 //===----------------------------------------------------------------------===//
+// sz, version 2: chunks of kChunkBlocks blocks, each coded on its own.
+//===----------------------------------------------------------------------===//
+
+using format::kChunkBlocks;
+using format::kChunkElems;
+using format::kChunkHeaderSize;
+using format::kMaxRiceBytes;
+using format::kV2Dense;
+using format::kV2Raw;
+using format::kV2RiceLorenzo;
+using format::kV2RiceLorenzo2d;
+using format::kV2RicePlain;
+using format::kV2SparsePositive;
+using format::kV2SparseSigned;
+
+// The instruction set of the encoder's hot loops; the bytes never depend
+// on it.
+std::atomic<int> gIsa{COMET_RT_CODEC_ISA_AUTO};
+
+bool cpuHasAvx2() {
+#if defined(COMET_CODEC_HAVE_AVX2)
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool useAvx2() {
+  int isa = gIsa.load(std::memory_order_relaxed);
+  return isa == COMET_RT_CODEC_ISA_AVX2 ||
+         (isa == COMET_RT_CODEC_ISA_AUTO && cpuHasAvx2());
+}
+
+template <typename E, bool Avx2>
+inline void scanBlockIsa(const uint8_t *x, unsigned len, const QuantParams &qp,
+                         int32_t *q, uint32_t *res, BlockStats &s) {
+#if defined(COMET_CODEC_HAVE_AVX2)
+  if constexpr (Avx2 && std::is_same_v<E, F32>) {
+    quantizeF32Avx2(x, len, qp, q, res, s);
+    if (!s.haveRes)
+      reduceScalar(q, len, s);
+    return;
+  }
+#endif
+  scanBlock<E>(x, len, qp, q, res, s);
+}
+
+inline size_t worstChunkBytes(uint64_t len, size_t elemSize) {
+  return kChunkHeaderSize + 2 * ceilDiv(len, kBlockSize) + len * elemSize;
+}
+
+// The cheapest Golomb-Rice parameter k for v[0..len) (values < 2^25) among
+// m - 1, m, m + 1 with m = floor(log2(mean)) (the optimum for geometric data
+// is within one of it), and its cost in bits; ties go to the lower k. A
+// value costs (v >> k) + 1 + k bits. All sums fit 32 bits (64 values).
+template <unsigned Len>
+inline uint64_t bestRiceN(const uint32_t *v, unsigned len, unsigned &kOut) {
+  const unsigned n = Len ? Len : len;
+  uint32_t sum = 0;
+  for (unsigned i = 0; i < n; ++i)
+    sum += v[i];
+  uint32_t mean = sum / n;
+  unsigned k0 = mean ? 31 - __builtin_clz(mean) : 0;
+  unsigned lo = k0 ? k0 - 1 : 0;
+  uint32_t s0 = 0, s1 = 0, s2 = 0; // sums of v >> lo, lo + 1, lo + 2
+  for (unsigned i = 0; i < n; ++i) {
+    uint32_t x = v[i] >> lo;
+    s0 += x;
+    s1 += x >> 1;
+    s2 += x >> 2;
+  }
+  const uint32_t sums[3] = {s0, s1, s2};
+  const unsigned hi = std::min<unsigned>(k0 + 1, kMaxWidth);
+  uint64_t best = ~uint64_t(0);
+  for (unsigned k = lo; k <= hi; ++k) {
+    uint64_t b = uint64_t(sums[k - lo]) + uint64_t(n) * (k + 1);
+    if (b < best) {
+      best = b;
+      kOut = k;
+    }
+  }
+  return best;
+}
+
+inline uint64_t bestRice(const uint32_t *v, unsigned len, unsigned &kOut) {
+  return len == kBlockSize ? bestRiceN<kBlockSize>(v, len, kOut)
+                           : bestRiceN<0>(v, len, kOut);
+}
+
+// LSB-first bit writer into a zeroed buffer.
+struct BitWriter {
+  uint8_t *p;
+  uint64_t acc = 0;
+  unsigned n = 0;                       // bits in acc
+  size_t pos = 0;                       // bytes flushed
+  void put(uint64_t v, unsigned bits) { // bits <= 32
+    acc |= v << n;
+    n += bits;
+    if (n >= 32) {
+      storeLE<uint32_t>(p + pos, uint32_t(acc));
+      pos += 4;
+      acc >>= 32;
+      n -= 32;
+    }
+  }
+  size_t finish() {
+    while (n > 0) {
+      p[pos++] = uint8_t(acc);
+      acc >>= 8;
+      n = n > 8 ? n - 8 : 0;
+    }
+    return pos;
+  }
+};
+
+inline size_t riceEncode(const uint32_t *v, unsigned len, unsigned k,
+                         uint8_t *out) {
+  BitWriter w{out};
+  const uint32_t lowMask = (uint32_t(1) << k) - 1;
+  for (unsigned i = 0; i < len; ++i) {
+    uint32_t u = v[i] >> k;
+    if (u + 1 + k <= 32) { // the common case: one write of both parts
+      w.put((uint64_t(v[i] & lowMask) << (u + 1)) | (uint64_t(1) << u),
+            u + 1 + k);
+      continue;
+    }
+    for (; u >= 31; u -= 31)
+      w.put(0, 31);
+    w.put(uint64_t(1) << u, u + 1);
+    if (k)
+      w.put(v[i] & lowMask, k);
+  }
+  return w.finish();
+}
+
+// Decodes len values from exactly `bytes` bytes; false unless the codes end
+// in the last byte, its padding bits are 0 and every value is below 2^25.
+inline bool riceDecode(const uint8_t *in, unsigned bytes, unsigned k,
+                       unsigned len, uint32_t *v) {
+  uint8_t buf[kMaxRiceBytes + 8];
+  std::memcpy(buf, in, bytes);
+  std::memset(buf + bytes, 0, 8); // what the 8-byte loads see past the end
+  const uint64_t end = uint64_t(bytes) * 8;
+  uint64_t pos = 0;
+  for (unsigned i = 0; i < len; ++i) {
+    uint32_t u = 0;
+    for (;;) {
+      if (pos >= end)
+        return false;
+      uint64_t word = loadLE<uint64_t>(buf + pos / 8) >> (pos % 8);
+      if (word) {
+        unsigned z = __builtin_ctzll(word);
+        u += z;
+        pos += z + 1;
+        break;
+      }
+      u += 64 - unsigned(pos % 8);
+      pos += 64 - pos % 8;
+    }
+    if (pos + k > end || (u >> (kMaxWidth + 1 - k)) != 0)
+      return false;
+    uint32_t low = 0;
+    if (k)
+      low = uint32_t(loadLE<uint64_t>(buf + pos / 8) >> (pos % 8)) &
+            ((uint32_t(1) << k) - 1);
+    pos += k;
+    v[i] = u << k | low;
+  }
+  if (ceilDiv(pos, 8) != bytes)
+    return false;
+  return pos % 8 == 0 || (buf[bytes - 1] >> (pos % 8)) == 0;
+}
+
+// Where the 2D Lorenzo predictor (mode 6) finds an element's neighbours:
+// rows of w elements in planes of hw, the tensor's last two dims; w = 0 for
+// rank < 2 (no mode 6).
+struct Grid {
+  uint64_t w = 0, hw = 0;
+};
+
+// The mode 6 values of chunk elements [i0, i0 + len): zigzag(r[i] - pred)
+// with pred from r's left, upper and upper-left neighbours inside the chunk
+// (c0: the chunk's first flat index). r holds the chunk's reference codes.
+inline void lorenzo2d(const int32_t *r, unsigned i0, unsigned len, uint64_t c0,
+                      const Grid &g, uint32_t *out) {
+  uint64_t col = (c0 + i0) % g.w, inPlane = (c0 + i0) % g.hw;
+  if (i0 >= g.w + 1 && inPlane >= g.w && inPlane + len <= g.hw) {
+    // Fast path, the same values: every element has its upper neighbours
+    // in the chunk and the plane, so only the first column lacks a left one.
+    const int32_t *a = r + i0 - 1, *b = r + i0 - g.w, *c = r + i0 - g.w - 1;
+    const int32_t *x = r + i0;
+    for (unsigned j = 0; j < len; ++j)
+      out[j] = zigzag(int32_t(
+          uint32_t(x[j]) - (uint32_t(a[j]) + uint32_t(b[j]) - uint32_t(c[j]))));
+    for (uint64_t j = col ? g.w - col : 0; j < len; j += g.w)
+      out[j] = zigzag(int32_t(uint32_t(x[j]) - uint32_t(b[j])));
+    return;
+  }
+  for (unsigned j = 0; j < len; ++j) {
+    const unsigned i = i0 + j;
+    const bool left = col > 0 && i >= 1, up = inPlane >= g.w && i >= g.w;
+    uint32_t pred = 0;
+    if (left && up && i >= g.w + 1)
+      pred =
+          uint32_t(r[i - 1]) + uint32_t(r[i - g.w]) - uint32_t(r[i - g.w - 1]);
+    else if (left)
+      pred = uint32_t(r[i - 1]);
+    else if (up)
+      pred = uint32_t(r[i - g.w]);
+    out[j] = zigzag(int32_t(uint32_t(r[i]) - pred));
+    if (++col == g.w)
+      col = 0;
+    if (++inPlane == g.hw)
+      inPlane = 0;
+  }
+}
+
+// Decodes mode 6: r[i0 + j] = unzigzag(v[j]) + pred, in element order.
+inline void unLorenzo2d(int32_t *r, unsigned i0, unsigned len, uint64_t c0,
+                        const Grid &g, const uint32_t *v) {
+  uint64_t col = (c0 + i0) % g.w, inPlane = (c0 + i0) % g.hw;
+  for (unsigned j = 0; j < len; ++j) {
+    const unsigned i = i0 + j;
+    const bool left = col > 0 && i >= 1, up = inPlane >= g.w && i >= g.w;
+    uint32_t pred = 0;
+    if (left && up && i >= g.w + 1)
+      pred =
+          uint32_t(r[i - 1]) + uint32_t(r[i - g.w]) - uint32_t(r[i - g.w - 1]);
+    else if (left)
+      pred = uint32_t(r[i - 1]);
+    else if (up)
+      pred = uint32_t(r[i - g.w]);
+    r[i] = int32_t(uint32_t(unzigzag(v[j])) + pred); // wraps on bad input
+    if (++col == g.w)
+      col = 0;
+    if (++inPlane == g.hw)
+      inPlane = 0;
+  }
+}
+
+inline Grid gridOf(const Header &h) {
+  Grid g;
+  if (h.rank >= 2 && h.n) {
+    g.w = h.dims[h.rank - 1];
+    g.hw = g.w * h.dims[h.rank - 2]; // <= n: no overflow
+  }
+  return g;
+}
+
+struct PlanV2 {
+  uint8_t mode = kV2Dense, param = 0;
+  bool present = false, hasAux = false;
+  uint8_t aux = 0;
+  unsigned bytes = 0; // body bytes
+};
+
+// Quantizes, plans and writes one block's body into stage (room for
+// kStageV2 bytes). Outliers are the set bits of *badMask (0 for raw and
+// absent blocks).
+constexpr size_t kStageV2 = std::max<size_t>(kStageBytes, kMaxRiceBytes + 8);
+
+template <typename E, bool Avx2>
+__attribute__((always_inline)) inline PlanV2
+encodeBlockV2(const uint8_t *x, unsigned len, const QuantParams &qp,
+              uint8_t *stage, uint64_t *badMask, int32_t *r, unsigned i0,
+              uint64_t c0, const Grid &g) {
+  alignas(64) int32_t q[kBlockSize];
+  alignas(64) uint32_t res[kBlockSize];
+  alignas(64) uint32_t zq[kBlockSize];
+  alignas(64) uint32_t z2[kBlockSize];
+  BlockStats s;
+  scanBlockIsa<E, Avx2>(x, len, qp, q, res, s);
+  // The reference codes for mode 6 (0 at outliers, as q has them); reset
+  // below if the block becomes raw.
+  std::memcpy(r + i0, q, len * sizeof(int32_t));
+  PlanV2 p;
+  *badMask = 0;
+  if (s.nz == 0 && s.bad == 0)
+    return p; // absent: all codes 0, nothing stored
+  p.present = true;
+  const unsigned numBad = popcount64(s.bad), nnz = popcount64(s.nz);
+  const uint64_t outlierCost = uint64_t(numBad) * (2 + E::size);
+  // dense
+  unsigned dw = bitWidth(s.resOr);
+  uint64_t best = 1 + packedBytes(len, dw) + outlierCost;
+  p.mode = kV2Dense;
+  p.param = uint8_t(dw);
+  // sparse
+  unsigned sw = s.allPos ? bitWidth(s.posOr) : bitWidth(s.zzOr);
+  uint64_t sparse = 2 + ceilDiv(len, 8) + packedBytes(nnz, sw) + outlierCost;
+  if (sparse < best) {
+    best = sparse;
+    p.mode = s.allPos ? kV2SparsePositive : kV2SparseSigned;
+    p.param = uint8_t(sw);
+  }
+  uint64_t raw = 1 + uint64_t(len) * E::size;
+  if (raw < best) {
+    best = raw;
+    p.mode = kV2Raw;
+    p.param = 0;
+  }
+  // Dense codes with outliers taking their predecessor's code (as v1).
+  bool haveRes = s.haveRes;
+  auto denseCodes = [&] {
+    if (haveRes)
+      return;
+    int32_t prev = 0;
+    for (unsigned i = 0; i < len; ++i) {
+      int32_t d = (s.bad >> i) & 1 ? prev : q[i];
+      res[i] = zigzag(d - prev);
+      prev = d;
+    }
+    haveRes = true;
+  };
+  // Rice needs at least one bit per value: skip it when that cannot win.
+  unsigned kL = 0, kP = 0, k2 = 0;
+  if (best > 2 + ceilDiv(len, 8) + outlierCost) {
+    // q holds 0 at outliers, as the plain mode codes them.
+    for (unsigned i = 0; i < len; ++i)
+      zq[i] = zigzag(q[i]);
+    denseCodes();
+    uint64_t bl = bestRice(res, len, kL), bp = bestRice(zq, len, kP);
+    uint64_t cl = ceilDiv(bl, 8), cp = ceilDiv(bp, 8);
+    if (cl <= kMaxRiceBytes && 2 + cl + outlierCost < best) {
+      best = 2 + cl + outlierCost;
+      p.mode = kV2RiceLorenzo;
+      p.param = uint8_t(kL);
+    }
+    if (cp <= kMaxRiceBytes && 2 + cp + outlierCost < best) {
+      best = 2 + cp + outlierCost;
+      p.mode = kV2RicePlain;
+      p.param = uint8_t(kP);
+    }
+    if (g.w) {
+      lorenzo2d(r, i0, len, c0, g, z2);
+      uint64_t c2 = ceilDiv(bestRice(z2, len, k2), 8);
+      if (c2 <= kMaxRiceBytes && 2 + c2 + outlierCost < best) {
+        best = 2 + c2 + outlierCost;
+        p.mode = kV2RiceLorenzo2d;
+        p.param = uint8_t(k2);
+      }
+    }
+  }
+  switch (p.mode) {
+  case kV2Raw:
+    std::memcpy(stage, x, size_t(len) * E::size);
+    std::memset(r + i0, 0, len * sizeof(int32_t));
+    p.bytes = len * unsigned(E::size);
+    return p;
+  case kV2Dense:
+    denseCodes();
+    if (dw)
+      packBits(stage, res, len, dw);
+    p.bytes = unsigned(packedBytes(len, dw));
+    break;
+  case kV2RiceLorenzo:
+    p.bytes = unsigned(riceEncode(res, len, kL, stage));
+    p.hasAux = true;
+    p.aux = uint8_t(p.bytes);
+    break;
+  case kV2RicePlain:
+    p.bytes = unsigned(riceEncode(zq, len, kP, stage));
+    p.hasAux = true;
+    p.aux = uint8_t(p.bytes);
+    break;
+  case kV2RiceLorenzo2d:
+    p.bytes = unsigned(riceEncode(z2, len, k2, stage));
+    p.hasAux = true;
+    p.aux = uint8_t(p.bytes);
+    break;
+  default: { // sparse: as v1, the mask then the nonzeros' codes
+    alignas(64) uint32_t v[kBlockSize];
+    unsigned maskBytes = unsigned(ceilDiv(len, 8)), k = 0;
+    std::memcpy(stage, &s.nz, maskBytes);
+    if (p.mode == kV2SparsePositive)
+      for (uint64_t m = s.nz; m; m &= m - 1)
+        v[k++] = uint32_t(q[__builtin_ctzll(m)] - 1);
+    else
+      for (uint64_t m = s.nz; m; m &= m - 1)
+        v[k++] = zigzag(q[__builtin_ctzll(m)]);
+    packBits(stage + maskBytes, v, k, sw);
+    p.bytes = maskBytes + unsigned(packedBytes(nnz, sw));
+    p.hasAux = true;
+    p.aux = uint8_t(nnz);
+    break;
+  }
+  }
+  *badMask = s.bad;
+  return p;
+}
+
+// Encodes chunk elements [0, len) at x into dst (room for
+// worstChunkBytes(len)); returns the chunk's size and adds its outliers.
+template <typename E, bool Avx2>
+__attribute__((always_inline)) inline size_t
+encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
+                uint8_t *dst, uint64_t *numOutliers, uint64_t c0,
+                const Grid &g) {
+  const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+  alignas(64) int32_t r[kChunkElems];
+  uint8_t desc[kChunkBlocks], aux[kChunkBlocks];
+  uint16_t outIdx[kChunkElems];
+  alignas(64) uint8_t bodies[kChunkElems * 4 + 64];
+  alignas(64) uint8_t stage[kStageV2];
+  uint64_t bitmap = 0;
+  unsigned nd = 0, na = 0, nOut = 0;
+  size_t bodyBytes = 0;
+  for (unsigned b = 0; b < nbk; ++b) {
+    unsigned bl =
+        unsigned(std::min<uint64_t>(kBlockSize, len - b * kBlockSize));
+    uint64_t bad;
+    const uint8_t *xb = x + size_t(b) * kBlockSize * E::size;
+    PlanV2 p = encodeBlockV2<E, Avx2>(xb, bl, qp, stage, &bad, r,
+                                      b * kBlockSize, c0, g);
+    if (!p.present)
+      continue;
+    bitmap |= uint64_t(1) << b;
+    desc[nd++] = uint8_t(p.mode << 5 | p.param);
+    if (p.hasAux)
+      aux[na++] = p.aux;
+    std::memcpy(bodies + bodyBytes, stage, p.bytes);
+    bodyBytes += p.bytes;
+    for (; bad; bad &= bad - 1)
+      outIdx[nOut++] = uint16_t(b * kBlockSize + __builtin_ctzll(bad));
+  }
+  if (!bitmap)
+    return 0; // an all-zero chunk: size 0, no bytes
+  uint8_t *o = dst;
+  storeLE<uint64_t>(o, bitmap);
+  storeLE<uint16_t>(o + 8, uint16_t(nOut));
+  o += kChunkHeaderSize;
+  std::memcpy(o, desc, nd);
+  o += nd;
+  std::memcpy(o, aux, na);
+  o += na;
+  std::memcpy(o, bodies, bodyBytes);
+  o += bodyBytes;
+  for (unsigned k = 0; k < nOut; ++k)
+    storeLE<uint16_t>(o + 2 * k, outIdx[k]);
+  o += 2 * nOut;
+  for (unsigned k = 0; k < nOut; ++k)
+    std::memcpy(o + E::size * k, x + size_t(outIdx[k]) * E::size, E::size);
+  o += E::size * nOut;
+  *numOutliers += nOut;
+  return size_t(o - dst);
+}
+
+template <typename E>
+size_t encodeChunkBaseline(const uint8_t *x, uint64_t len,
+                           const QuantParams &qp, uint8_t *dst,
+                           uint64_t *numOutliers, uint64_t c0, const Grid &g) {
+  return encodeChunkBody<E, false>(x, len, qp, dst, numOutliers, c0, g);
+}
+
+#if defined(COMET_CODEC_HAVE_AVX2)
+// The same code compiled for AVX2: the F32 quantizer is explicit, the rest
+// (reductions, Rice costs, packing) is vectorized by the compiler.
+template <typename E>
+__attribute__((target("avx2"))) size_t
+encodeChunkAvx2(const uint8_t *x, uint64_t len, const QuantParams &qp,
+                uint8_t *dst, uint64_t *numOutliers, uint64_t c0,
+                const Grid &g) {
+  return encodeChunkBody<E, true>(x, len, qp, dst, numOutliers, c0, g);
+}
+#endif
+
+template <typename E>
+comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
+                             size_t outCapacity, size_t *outSize) {
+  QuantParams qp;
+  if (!quantParams(h.eb, qp))
+    return COMET_RT_ERR_INVALID_ARGUMENT;
+  const uint64_t n = h.n, nc = ceilDiv(n, kChunkElems);
+  h.version = format::kFormatVersion;
+  h.blockSize = kBlockSize;
+  h.numBlocks = nc;
+  h.numSparse = kChunkBlocks;
+  // Chunk c is staged at c * slot; the last may be shorter, so the staging
+  // area is exactly the worst-case stream.
+  const uint64_t slot = worstChunkBytes(kChunkElems, E::size);
+  const uint64_t worst = maxCompressedSize(COMET_RT_CODEC_SZ, h.dtype, n);
+  // Chunks are staged at their worst-case offsets, in the output when it is
+  // large enough, else in a scratch buffer, and then moved down.
+  std::unique_ptr<uint8_t[]> scratch;
+  uint8_t *base = out;
+  if (outCapacity < worst) {
+    scratch.reset(new (std::nothrow) uint8_t[worst]);
+    if (!scratch)
+      return COMET_RT_ERR_OUT_OF_MEMORY;
+    base = scratch.get();
+  }
+  std::unique_ptr<uint64_t[]> sizes(new (std::nothrow) uint64_t[nc ? nc : 1]);
+  std::unique_ptr<uint64_t[]> outs(new (std::nothrow) uint64_t[nc ? nc : 1]);
+  if (!sizes || !outs)
+    return COMET_RT_ERR_OUT_OF_MEMORY;
+  uint8_t *staging = base + kHeaderSize + 4 * nc;
+  const Grid g = gridOf(h);
+  auto encode = encodeChunkBaseline<E>;
+#if defined(COMET_CODEC_HAVE_AVX2)
+  if (useAvx2())
+    encode = encodeChunkAvx2<E>;
+#endif
+  const int nt = numThreads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nc > 1)
+  for (int64_t c = 0; c < int64_t(nc); ++c) {
+    uint64_t len =
+        std::min<uint64_t>(kChunkElems, n - uint64_t(c) * kChunkElems);
+    outs[c] = 0;
+    sizes[c] = encode(x + uint64_t(c) * kChunkElems * E::size, len, qp,
+                      staging + uint64_t(c) * slot, &outs[c],
+                      uint64_t(c) * kChunkElems, g);
+  }
+  uint8_t *table = base + kHeaderSize, *dst = staging;
+  uint64_t payload = 0, numOutliers = 0;
+  for (uint64_t c = 0; c < nc; ++c) {
+    if (dst != staging + c * slot)
+      std::memmove(dst, staging + c * slot, sizes[c]);
+    dst += sizes[c];
+    storeLE<uint32_t>(table + 4 * c, uint32_t(sizes[c]));
+    payload += sizes[c];
+    numOutliers += outs[c];
+  }
+  h.payloadBytes = payload;
+  h.numOutliers = numOutliers;
+  const uint64_t total = kHeaderSize + 4 * nc + payload;
+  *outSize = size_t(total);
+  if (total > outCapacity)
+    return COMET_RT_ERR_BUFFER_TOO_SMALL;
+  if (base != out)
+    std::memcpy(out + kHeaderSize, base + kHeaderSize, total - kHeaderSize);
+  encodeHeader(h, out);
+  return COMET_RT_OK;
+}
+
+// Decodes one chunk of len elements from its `size` bytes at in into out;
+// adds its outliers. Reads only [in, in + size), writes only the chunk.
+template <typename E>
+comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
+                            const QuantParams &qp, uint8_t *out,
+                            uint64_t *numOutliers, uint64_t c0, const Grid &g) {
+  const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+  if (size == 0) {
+    std::memset(out, 0, size_t(len) * E::size);
+    return COMET_RT_OK;
+  }
+  if (size < kChunkHeaderSize)
+    return COMET_RT_ERR_CORRUPT;
+  const uint64_t bitmap = loadLE<uint64_t>(in);
+  const unsigned nOut = loadLE<uint16_t>(in + 8);
+  if (!bitmap || (nbk < 64 && (bitmap >> nbk)))
+    return COMET_RT_ERR_CORRUPT;
+  const unsigned nd = popcount64(bitmap);
+  uint64_t pos = kChunkHeaderSize;
+  if (pos + nd > size)
+    return COMET_RT_ERR_CORRUPT;
+  const uint8_t *desc = in + pos;
+  unsigned na = 0;
+  for (unsigned i = 0; i < nd; ++i) {
+    unsigned mode = desc[i] >> 5, param = desc[i] & 31;
+    if (mode >= format::kV2NumModes || param > kMaxWidth ||
+        (mode == kV2Raw && param != 0) || (mode == kV2RiceLorenzo2d && !g.w))
+      return COMET_RT_ERR_CORRUPT;
+    na += mode != kV2Dense && mode != kV2Raw;
+  }
+  pos += nd;
+  if (pos + na > size)
+    return COMET_RT_ERR_CORRUPT;
+  const uint8_t *aux = in + pos;
+  pos += na;
+  // Body offsets, each size checked before any body is read; the block of
+  // each present descriptor.
+  uint32_t off[kChunkBlocks + 1];
+  uint8_t blockOf[kChunkBlocks];
+  uint64_t bodyTotal = 0;
+  uint64_t noOutliers = ~bitmap; // absent and raw blocks
+  for (unsigned i = 0, a = 0, b = 0; i < nd; ++i, ++b) {
+    while (!((bitmap >> b) & 1))
+      ++b;
+    blockOf[i] = uint8_t(b);
+    unsigned bl =
+        unsigned(std::min<uint64_t>(kBlockSize, len - b * kBlockSize));
+    unsigned mode = desc[i] >> 5, w = desc[i] & 31;
+    uint64_t bytes;
+    if (mode == kV2Raw) {
+      bytes = uint64_t(bl) * E::size;
+      noOutliers |= uint64_t(1) << b;
+    } else if (mode == kV2Dense) {
+      bytes = packedBytes(bl, w);
+    } else if (mode == kV2SparseSigned || mode == kV2SparsePositive) {
+      unsigned c = aux[a++];
+      if (c > bl)
+        return COMET_RT_ERR_CORRUPT;
+      bytes = ceilDiv(bl, 8) + packedBytes(c, w);
+    } else {
+      bytes = aux[a++]; // Rice
+    }
+    off[i] = uint32_t(bodyTotal);
+    bodyTotal += bytes;
+  }
+  off[nd] = uint32_t(bodyTotal);
+  if (pos + bodyTotal + uint64_t(nOut) * (2 + E::size) != size)
+    return COMET_RT_ERR_CORRUPT;
+  const uint8_t *bodies = in + pos;
+  // Outliers: strictly increasing indices into present, non-raw blocks;
+  // checked before any block is decoded (mode 6 needs their positions).
+  const uint8_t *idx = bodies + bodyTotal, *val = idx + 2 * nOut;
+  uint64_t outMask[kChunkBlocks] = {};
+  for (unsigned k = 0, prev = 0; k < nOut; ++k) {
+    unsigned i = loadLE<uint16_t>(idx + 2 * k);
+    if (i >= len || (k > 0 && i <= prev) ||
+        ((noOutliers >> (i / kBlockSize)) & 1))
+      return COMET_RT_ERR_CORRUPT;
+    prev = i;
+    outMask[i / kBlockSize] |= uint64_t(1) << (i % kBlockSize);
+  }
+  // Absent blocks decode to +0.0.
+  const uint64_t all = nbk < 64 ? (uint64_t(1) << nbk) - 1 : ~uint64_t(0);
+  for (uint64_t m = ~bitmap & all; m; m &= m - 1) {
+    const unsigned b = __builtin_ctzll(m);
+    std::memset(out + size_t(b) * kBlockSize * E::size, 0,
+                size_t(std::min<uint64_t>(kBlockSize, len - b * kBlockSize)) *
+                    E::size);
+  }
+  alignas(64) int32_t r[kChunkElems]; // mode 6's reference codes
+  for (unsigned i = 0, a = 0; i < nd; ++i) {
+    const unsigned b = blockOf[i], i0 = b * kBlockSize;
+    const unsigned bl =
+        unsigned(std::min<uint64_t>(kBlockSize, len - uint64_t(i0)));
+    if (i == 0 || blockOf[i - 1] + 1u != b) // absent blocks before b
+      std::memset(r + (i ? (blockOf[i - 1] + 1u) * kBlockSize : 0), 0,
+                  (i0 - (i ? (blockOf[i - 1] + 1u) * kBlockSize : 0)) *
+                      sizeof(int32_t));
+    unsigned mode = desc[i] >> 5, w = desc[i] & 31;
+    const uint8_t *src = bodies + off[i];
+    uint8_t *dst = out + size_t(i0) * E::size;
+    int32_t *q = r + i0;
+    if (mode == kV2Raw) {
+      std::memcpy(dst, src, size_t(bl) * E::size);
+      std::memset(q, 0, bl * sizeof(int32_t));
+      continue;
+    }
+    alignas(64) uint32_t v[kBlockSize];
+    if (mode == kV2Dense) {
+      unpackBits(src, v, bl, w);
+    } else if (mode == kV2SparseSigned || mode == kV2SparsePositive) {
+      unsigned maskBytes = unsigned(ceilDiv(bl, 8)), nnz = aux[a++];
+      uint64_t maskBits = 0;
+      std::memcpy(&maskBits, src, maskBytes);
+      bool tailClear = bl % 8 == 0 || (src[maskBytes - 1] >> (bl % 8)) == 0;
+      if (popcount64(maskBits) != nnz || !tailClear)
+        return COMET_RT_ERR_CORRUPT;
+      unpackBits(src + maskBytes, v, nnz, w);
+      std::fill(q, q + bl, 0);
+      unsigned k = 0;
+      if (mode == kV2SparsePositive)
+        for (uint64_t m = maskBits; m; m &= m - 1)
+          q[__builtin_ctzll(m)] = int32_t(v[k++] + 1);
+      else
+        for (uint64_t m = maskBits; m; m &= m - 1)
+          q[__builtin_ctzll(m)] = unzigzag(v[k++]);
+    } else {
+      if (!riceDecode(src, off[i + 1] - off[i], w, bl, v))
+        return COMET_RT_ERR_CORRUPT;
+      ++a;
+    }
+    if (mode == kV2Dense || mode == kV2RiceLorenzo) {
+      uint32_t acc = 0; // wraps on corrupt input instead of overflowing
+      for (unsigned j = 0; j < bl; ++j) {
+        acc += uint32_t(unzigzag(v[j]));
+        q[j] = int32_t(acc);
+      }
+    } else if (mode == kV2RicePlain) {
+      for (unsigned j = 0; j < bl; ++j)
+        q[j] = unzigzag(v[j]);
+    } else if (mode == kV2RiceLorenzo2d) {
+      unLorenzo2d(r, i0, bl, c0, g, v);
+    }
+    for (unsigned j = 0; j < bl; ++j)
+      E::storeBits(dst + j * E::size, E::fromFloat(float(q[j]) * qp.step));
+    // Outliers' reference codes are 0, whatever their mode decoded.
+    for (uint64_t m = outMask[b]; m; m &= m - 1)
+      q[__builtin_ctzll(m)] = 0;
+  }
+  for (unsigned k = 0; k < nOut; ++k) {
+    unsigned i = loadLE<uint16_t>(idx + 2 * k);
+    std::memcpy(out + size_t(i) * E::size, val + E::size * k, E::size);
+  }
+  *numOutliers += nOut;
+  return COMET_RT_OK;
+}
+
+template <typename E>
+comet_rt_status decompressSzV2(const uint8_t *in, const Header &h,
+                               uint8_t *out) {
+  QuantParams qp;
+  quantParams(h.eb, qp); // checked by parseHeader
+  const uint64_t n = h.n, nc = h.numBlocks;
+  const uint8_t *table = in + kHeaderSize, *chunks = table + 4 * nc;
+  const Grid g = gridOf(h);
+  std::unique_ptr<uint64_t[]> off(new (std::nothrow) uint64_t[nc + 1]);
+  std::unique_ptr<uint64_t[]> outs(new (std::nothrow) uint64_t[nc ? nc : 1]);
+  if (!off || !outs)
+    return COMET_RT_ERR_OUT_OF_MEMORY;
+  off[0] = 0;
+  for (uint64_t c = 0; c < nc; ++c) {
+    uint64_t len = std::min<uint64_t>(kChunkElems, n - c * kChunkElems);
+    uint64_t size = loadLE<uint32_t>(table + 4 * c);
+    if (size > worstChunkBytes(len, E::size))
+      return COMET_RT_ERR_CORRUPT;
+    off[c + 1] = off[c] + size;
+  }
+  if (off[nc] != h.payloadBytes)
+    return COMET_RT_ERR_CORRUPT;
+  std::atomic<int> status{COMET_RT_OK};
+  const int nt = numThreads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nc > 1)
+  for (int64_t c = 0; c < int64_t(nc); ++c) {
+    uint64_t len =
+        std::min<uint64_t>(kChunkElems, n - uint64_t(c) * kChunkElems);
+    outs[c] = 0;
+    comet_rt_status st =
+        decodeChunk<E>(chunks + off[c], off[c + 1] - off[c], len, qp,
+                       out + uint64_t(c) * kChunkElems * E::size, &outs[c],
+                       uint64_t(c) * kChunkElems, g);
+    if (st != COMET_RT_OK)
+      status.store(st, std::memory_order_relaxed);
+  }
+  if (status.load() != COMET_RT_OK)
+    return comet_rt_status(status.load());
+  uint64_t total = 0;
+  for (uint64_t c = 0; c < nc; ++c)
+    total += outs[c];
+  return total == h.numOutliers ? COMET_RT_OK : COMET_RT_ERR_CORRUPT;
+}
+
+//===----------------------------------------------------------------------===//
 // mask and raw.
 //===----------------------------------------------------------------------===//
 
@@ -950,12 +1780,16 @@ auto dispatchDtype(uint32_t dtype, Args &&...args) {
 template <typename E> struct CompressSzFn {
   static comet_rt_status run(const uint8_t *x, Header &h, uint8_t *out,
                              size_t cap, size_t *outSize) {
-    return compressSz<E>(x, h, out, cap, outSize);
+    if (h.version == format::kFormatVersion1)
+      return compressSz<E>(x, h, out, cap, outSize);
+    return compressSzV2<E>(x, h, out, cap, outSize);
   }
 };
 template <typename E> struct DecompressSzFn {
   static comet_rt_status run(const uint8_t *in, const Header &h, uint8_t *out) {
-    return decompressSz<E>(in, h, out);
+    if (h.version == format::kFormatVersion1)
+      return decompressSz<E>(in, h, out);
+    return decompressSzV2<E>(in, h, out);
   }
 };
 template <typename E> struct CompressMaskFn {
@@ -990,8 +1824,11 @@ size_t maxCompressedSize(int codec, int dtype, uint64_t n) {
     total += ceilDiv(n, 8);
     break;
   case COMET_RT_CODEC_SZ:
-    // A block never costs more than its descriptor, its count and raw bytes.
-    total += 2 * ceilDiv(n, kBlockSize) + bytes;
+    // Version 2: a u32 size and a chunk header per chunk; a block never
+    // costs more than its descriptor, its aux byte and its raw bytes. This
+    // also bounds a version 1 stream.
+    total += (4 + format::kChunkHeaderSize) * ceilDiv(n, kChunkElems) +
+             2 * ceilDiv(n, kBlockSize) + bytes;
     break;
   }
   if (total > std::numeric_limits<size_t>::max())
@@ -1006,14 +1843,37 @@ int numThreads() {
   return n > 0 ? n : std::max(1, omp_get_max_threads());
 }
 
+comet_rt_status setIsa(int isa) {
+  if (isa < COMET_RT_CODEC_ISA_AUTO || isa > COMET_RT_CODEC_ISA_AVX2)
+    return COMET_RT_ERR_INVALID_ARGUMENT;
+  if (isa == COMET_RT_CODEC_ISA_AVX2 && !cpuHasAvx2())
+    return COMET_RT_ERR_UNSUPPORTED;
+  gIsa.store(isa);
+  return COMET_RT_OK;
+}
+
+int activeIsa() {
+  return useAvx2() ? COMET_RT_CODEC_ISA_AVX2 : COMET_RT_CODEC_ISA_BASELINE;
+}
+
 comet_rt_status compress(int codec, int dtype, const void *data,
                          const uint64_t *dims, uint32_t rank, double eb,
                          void *out, size_t outCapacity, size_t *outSize) {
+  return compressVersion(format::kFormatVersion, codec, dtype, data, dims, rank,
+                         eb, out, outCapacity, outSize);
+}
+
+comet_rt_status compressVersion(int version, int codec, int dtype,
+                                const void *data, const uint64_t *dims,
+                                uint32_t rank, double eb, void *out,
+                                size_t outCapacity, size_t *outSize) {
   if (!outSize || !out || (rank && !dims) || rank > COMET_RT_CODEC_MAX_RANK ||
-      !validCodec(codec) || !validDtype(dtype))
+      !validCodec(codec) || !validDtype(dtype) ||
+      (version != format::kFormatVersion1 && version != format::kFormatVersion))
     return COMET_RT_ERR_INVALID_ARGUMENT;
   *outSize = 0;
   Header h;
+  h.version = uint32_t(version);
   h.codec = uint32_t(codec);
   h.dtype = uint32_t(dtype);
   h.rank = rank;
@@ -1066,6 +1926,10 @@ comet_rt_status getInfo(const void *in, size_t inSize,
   info->block_size = h.blockSize;
   info->num_blocks = h.numBlocks;
   info->num_sparse_blocks = h.numSparse;
+  if (h.codec == COMET_RT_CODEC_SZ && h.version == format::kFormatVersion) {
+    info->num_blocks = ceilDiv(h.n, kBlockSize); // the header counts chunks
+    info->num_sparse_blocks = 0;                 // v2 does not count them
+  }
   info->payload_bytes = h.payloadBytes;
   info->num_outliers = h.numOutliers;
   info->compressed_bytes = h.totalBytes;

@@ -687,6 +687,11 @@ __global__ void __launch_bounds__(kThreads)
       for (uint64_t k = 0; k < minU64(args.inSize, kHeaderSize); ++k)
         hb[k] = args.in[k];
       st = parseHeader(hb, args.inSize, h);
+      // This kernel implements the version 1 sz layout only (raw and mask
+      // are the same in both versions).
+      if (st == COMET_RT_OK && h.codec == COMET_RT_CODEC_SZ &&
+          h.version != kFormatVersion1)
+        st = COMET_RT_ERR_UNSUPPORTED;
     }
     if (st == COMET_RT_OK) {
       const uint32_t es = dtypeSize(h.dtype);

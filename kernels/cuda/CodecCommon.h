@@ -36,6 +36,7 @@ using format::Header;
 using format::kBlockSize;
 using format::kDense;
 using format::kFormatVersion;
+using format::kFormatVersion1;
 using format::kHeaderSize;
 using format::kMaxRank;
 using format::kMaxWidth;

@@ -5,6 +5,11 @@ same absolute error bounds, and prints a table and writes JSON:
 
     .venv/bin/python -m comet.bench_codec [--activations DIR] [--json OUT]
 
+The activations come in four classes (dump_classes): post_relu (Relu
+outputs), dense (Conv, BatchNormalization and Gemm outputs), softmax and gelu
+(numpy softmax / exact GELU applied to the dense tensors), all from an ONNX
+Runtime forward pass of the fixture models on Fashion-MNIST test images.
+
 Our codec is called through a ctypes binding of the C ABI in
 runtime/include/comet/runtime/codec.h (libCometCodec.so). Throughput is
 uncompressed bytes over the median wall time.
@@ -26,6 +31,7 @@ import numpy as np
 
 CODECS = {"raw": 0, "sz": 1, "mask": 2}
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
+ISAS = {"auto": 0, "baseline": 1, "avx2": 2}
 STATUS = {
     0: "ok",
     1: "invalid argument",
@@ -82,12 +88,30 @@ class CodecLib:
             ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
         L.comet_rt_codec_set_num_threads.restype = None
         L.comet_rt_codec_set_num_threads.argtypes = [ctypes.c_int]
+        L.comet_rt_codec_compress_version.restype = ctypes.c_int
+        L.comet_rt_codec_compress_version.argtypes = [
+            ctypes.c_int] + L.comet_rt_codec_compress.argtypes
+        L.comet_rt_codec_set_isa.restype = ctypes.c_int
+        L.comet_rt_codec_set_isa.argtypes = [ctypes.c_int]
+        L.comet_rt_codec_active_isa.restype = ctypes.c_int
+        L.comet_rt_codec_active_isa.argtypes = []
+
+    def set_isa(self, isa: str) -> None:
+        """'auto', 'baseline' or 'avx2' (the bytes never depend on it)."""
+        st = self.lib.comet_rt_codec_set_isa(ISAS[isa])
+        if st:
+            raise CodecError(f"set_isa({isa}): {STATUS.get(st, st)}")
+
+    def active_isa(self) -> str:
+        code = self.lib.comet_rt_codec_active_isa()
+        return {v: k for k, v in ISAS.items()}[code]
 
     def set_num_threads(self, n: int) -> None:
         self.lib.comet_rt_codec_set_num_threads(int(n))
 
     def compress(self, x: np.ndarray, codec: str = "sz", eb: float = 1e-3,
-                 dtype: str = "f32", out: np.ndarray | None = None) -> np.ndarray:
+                 dtype: str = "f32", out: np.ndarray | None = None,
+                 version: int = 2) -> np.ndarray:
         x = np.ascontiguousarray(x)
         dims = (ctypes.c_uint64 * max(1, x.ndim))(*x.shape)
         cap = self.lib.comet_rt_codec_max_compressed_size(
@@ -95,9 +119,9 @@ class CodecLib:
         if out is None or out.size < cap:
             out = np.empty(cap, dtype=np.uint8)
         size = ctypes.c_size_t(0)
-        st = self.lib.comet_rt_codec_compress(
-            CODECS[codec], DTYPES[dtype], x.ctypes.data, dims, x.ndim, eb,
-            out.ctypes.data, out.size, ctypes.byref(size))
+        st = self.lib.comet_rt_codec_compress_version(
+            version, CODECS[codec], DTYPES[dtype], x.ctypes.data, dims, x.ndim,
+            eb, out.ctypes.data, out.size, ctypes.byref(size))
         if st:
             raise CodecError(f"compress: {STATUS.get(st, st)}")
         return out[: size.value]
@@ -115,12 +139,16 @@ class CodecLib:
 # Peers
 # ---------------------------------------------------------------------------
 
-def _median_time(fn, repeat):
+def _median_time(fn, repeat, threads=1):
+    """Median over `repeat` runs. One thread: the calling thread's CPU time
+    (every codec then runs in it), which leaves out the time spent waiting
+    for a core on a shared machine; more threads: wall time."""
+    clock = time.thread_time if threads == 1 else time.perf_counter
     times = []
     for _ in range(max(1, repeat)):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return statistics.median(times)
 
 
@@ -137,9 +165,9 @@ class CometSz:
             s = self.lib.compress(x, "sz", eb)
             stream = s.copy()
             cap = np.empty(s.base.size if s.base is not None else s.size, np.uint8)
-            tc = _median_time(lambda: self.lib.compress(x, "sz", eb, out=cap), repeat)
+            tc = _median_time(lambda: self.lib.compress(x, "sz", eb, out=cap), repeat, threads)
             y = np.empty_like(x)
-            td = _median_time(lambda: self.lib.decompress(stream, y), repeat)
+            td = _median_time(lambda: self.lib.decompress(stream, y), repeat, threads)
         finally:
             self.lib.set_num_threads(0)
         return stream.size, y, tc, td
@@ -156,9 +184,9 @@ class Sz3:
         conf.absErrorBound = eb
         conf.openmp = threads != 1
         s, _ = sz.compress(x, conf)
-        tc = _median_time(lambda: sz.compress(x, conf), repeat)
+        tc = _median_time(lambda: sz.compress(x, conf), repeat, threads)
         y, _ = sz.decompress(s, np.float32, x.shape)
-        td = _median_time(lambda: sz.decompress(s, np.float32, x.shape), repeat)
+        td = _median_time(lambda: sz.decompress(s, np.float32, x.shape), repeat, threads)
         return s.size, np.asarray(y).reshape(x.shape), tc, td
 
 
@@ -170,9 +198,9 @@ class Zfp:
 
         # zfpy exposes no thread control: it always runs zfp's serial mode.
         s = zfpy.compress_numpy(x, tolerance=eb)
-        tc = _median_time(lambda: zfpy.compress_numpy(x, tolerance=eb), repeat)
+        tc = _median_time(lambda: zfpy.compress_numpy(x, tolerance=eb), repeat, threads)
         y = zfpy.decompress_numpy(s)
-        td = _median_time(lambda: zfpy.decompress_numpy(s), repeat)
+        td = _median_time(lambda: zfpy.decompress_numpy(s), repeat, threads)
         return len(s), np.asarray(y).reshape(x.shape), tc, td
 
 
@@ -226,15 +254,100 @@ def aggregate(rows: list[dict]) -> dict:
     }
 
 
+CLASSES = ("post_relu", "dense", "softmax", "gelu")
+
+
+def tensor_class(name: str, x: np.ndarray) -> str:
+    """The class a dump_classes name carries (`<class>__...`), else category()."""
+    head = name.split("__", 1)[0]
+    return head if head in CLASSES else category(name, x)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Over each (n, c) map's spatial positions for 4-D tensors (an attention
+    row of length H*W), over the last axis otherwise."""
+    y = x.reshape(x.shape[0] * x.shape[1], -1) if x.ndim == 4 else x
+    y = np.exp(y - y.max(axis=-1, keepdims=True))
+    y /= y.sum(axis=-1, keepdims=True)
+    return y.reshape(x.shape).astype(np.float32)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """Exact GELU, x * Phi(x), in double."""
+    import math
+
+    erf = np.frompyfunc(math.erf, 1, 1)
+    d = x.astype(np.float64)
+    return (0.5 * d * (1.0 + erf(d / math.sqrt(2.0)).astype(np.float64))).astype(np.float32)
+
+
+DENSE_OPS = ("Conv", "BatchNormalization", "Gemm")
+
+
+def dump_classes(out_dir: Path, batch: int = 64, models=("lenet", "mlp", "resnet", "vgg")) -> list[Path]:
+    """Runs each fixture model's eval graph on `batch` Fashion-MNIST test
+    images in ONNX Runtime and saves <class>__<model>__<tensor>.npy: Relu
+    outputs as post_relu, Conv/BatchNormalization/Gemm outputs as dense, and
+    softmax() and gelu() of each dense tensor as softmax and gelu."""
+    import re
+
+    import onnx
+    import onnxruntime as ort
+
+    from comet.activations import MODELS_DIR, model_weights
+    from comet.data import load_fashion_mnist
+
+    images, labels = load_fashion_mnist("test", limit=batch)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for m in models:
+        d = MODELS_DIR / m
+        if not (d / "eval_model.onnx").exists():
+            continue
+        model = onnx.load(str(d / "eval_model.onnx"))
+        g = model.graph
+        wanted = [(n.output[0], "post_relu") for n in g.node if n.op_type == "Relu"]
+        wanted += [(n.output[0], "dense") for n in g.node if n.op_type in DENSE_OPS]
+        existing = {o.name for o in g.output}
+        for name, _ in wanted:
+            if name not in existing:
+                g.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        weights = model_weights(d)
+        feeds = {}
+        for inp in sess.get_inputs():
+            if inp.name in weights:
+                feeds[inp.name] = weights[inp.name]
+            elif inp.type == "tensor(int64)":
+                feeds[inp.name] = labels
+            elif len(inp.shape) == 4:
+                feeds[inp.name] = images
+            else:
+                feeds[inp.name] = images.reshape(images.shape[0], -1)
+        values = sess.run([n for n, _ in wanted], feeds)
+        for (name, cls), v in zip(wanted, values):
+            v = np.ascontiguousarray(v, dtype=np.float32)
+            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+            variants = [(cls, v)]
+            if cls == "dense":
+                variants += [("softmax", softmax(v)), ("gelu", gelu(v))]
+            for c, a in variants:
+                p = out_dir / f"{c}__{m}__{safe}.npy"
+                np.save(p, a)
+                paths.append(p)
+    return paths
+
+
 def run_benchmark(tensors: dict[str, np.ndarray], ebs=(1e-2, 1e-3, 1e-4),
-                  threads=(1, 0), repeat: int = 3, lib: CodecLib | None = None,
+                  threads=(1,), repeat: int = 3, lib: CodecLib | None = None,
                   peers=True) -> dict:
     lib = lib or CodecLib()
     codecs = [CometSz(lib)] + ([Sz3(), Zfp()] if peers else [])
     rows = []
     for name, x in tensors.items():
         x = np.ascontiguousarray(x, dtype=np.float32)
-        cat = category(name, x)
+        cat = tensor_class(name, x)
         for eb in ebs:
             for t in threads:
                 for c in codecs:
@@ -244,7 +357,8 @@ def run_benchmark(tensors: dict[str, np.ndarray], ebs=(1e-2, 1e-3, 1e-4),
                     r.update(tensor=name, category=cat)
                     rows.append(r)
     summary = []
-    for cat in ["post_relu", "all"]:
+    present = [c for c in CLASSES + ("input", "other") if any(r["category"] == c for r in rows)]
+    for cat in present + ["all"]:
         for eb in ebs:
             for t in threads:
                 for c in codecs:
@@ -272,16 +386,17 @@ def format_table(result: dict) -> str:
 
 
 def speed_and_ratio_vs_sz3(result: dict) -> list[dict]:
-    """On post-ReLU data: our ratio / SZ3's and our single-thread compress
-    throughput / SZ3's, per eb (the targets are >= 1 and >= 3)."""
+    """Per class and eb: our ratio / SZ3's and our single-thread compress
+    (and decompress) throughput / SZ3's (the targets are >= 1 and >= 10)."""
     out = []
     by = {(s["category"], s["codec"], s["eb"], s["threads"]): s for s in result["summary"]}
     for (cat, codec, eb, t), s in by.items():
-        if cat != "post_relu" or codec != "comet-sz" or t != 1:
+        if codec != "comet-sz" or t != 1:
             continue
         peer = by.get((cat, "sz3", eb, 1))
         if peer:
-            out.append({"eb": eb, "ratio_vs_sz3": s["ratio"] / peer["ratio"],
+            out.append({"category": cat, "eb": eb,
+                        "ratio_vs_sz3": s["ratio"] / peer["ratio"],
                         "compress_speed_vs_sz3": s["compress_gbps"] / peer["compress_gbps"],
                         "decompress_speed_vs_sz3": s["decompress_gbps"] / peer["decompress_gbps"]})
     return out
@@ -291,36 +406,48 @@ def load_tensors(directory: Path) -> dict[str, np.ndarray]:
     return {p.stem: np.load(p) for p in sorted(Path(directory).glob("*.npy"))}
 
 
+def format_vs_sz3(rows: list[dict]) -> str:
+    lines = ["| data | eb | ratio vs SZ3 (goal >= 1) | 1-thread compress vs SZ3 (goal >= 10) | 1-thread decompress vs SZ3 |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['category']} | {r['eb']:g} | {r['ratio_vs_sz3']:.2f}x | "
+                     f"{r['compress_speed_vs_sz3']:.2f}x | {r['decompress_speed_vs_sz3']:.2f}x |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     build = Path(os.environ.get("COMET_BUILD_DIR", REPO / "build"))
-    ap.add_argument("--activations", default=str(build / "activations"),
-                    help="folder of .npy activations (dumped there if empty)")
-    ap.add_argument("--batch", type=int, default=256, help="images per dump")
+    ap.add_argument("--activations", default=str(build / "activations_classes"),
+                    help="folder of .npy activations (dumped there by dump_classes if empty)")
+    ap.add_argument("--batch", type=int, default=64, help="images per dump")
     ap.add_argument("--eb", default="1e-2,1e-3,1e-4")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--threads", default="1", help="comma list; 0 = all cores")
+    ap.add_argument("--isa", default="auto", choices=sorted(ISAS))
     ap.add_argument("--json", default=str(build / "bench_codec.json"))
     ap.add_argument("--lib", default=None, help="path of libCometCodec.so")
     args = ap.parse_args(argv)
 
     tensors = load_tensors(Path(args.activations))
     if not tensors:
-        from comet.activations import dump_activations
-        dump_activations(Path(args.activations), batch=args.batch)
+        dump_classes(Path(args.activations), batch=args.batch)
         tensors = load_tensors(Path(args.activations))
     if not tensors:
         sys.exit(f"no activations in {args.activations} and none could be dumped")
     ebs = [float(e) for e in args.eb.split(",")]
-    result = run_benchmark(tensors, ebs=ebs, repeat=args.repeat, lib=CodecLib(args.lib))
-    result["vs_sz3_post_relu"] = speed_and_ratio_vs_sz3(result)
+    lib = CodecLib(args.lib)
+    lib.set_isa(args.isa)
+    threads = tuple(int(t) for t in args.threads.split(","))
+    result = run_benchmark(tensors, ebs=ebs, threads=threads, repeat=args.repeat, lib=lib)
+    result["isa"] = lib.active_isa()
+    result["vs_sz3"] = speed_and_ratio_vs_sz3(result)
     result["activations"] = {k: list(v.shape) for k, v in tensors.items()}
     print(f"{len(tensors)} tensors, {sum(v.nbytes for v in tensors.values()) / 1e6:.1f} MB, "
-          f"{os.cpu_count()} cores")
+          f"{os.cpu_count()} cores, encoder ISA {result['isa']}, median of {args.repeat}")
     print(format_table(result))
-    for r in result["vs_sz3_post_relu"]:
-        print(f"post-ReLU eb={r['eb']:g}: ratio {r['ratio_vs_sz3']:.2f}x SZ3's, "
-              f"single-thread compress {r['compress_speed_vs_sz3']:.2f}x SZ3's, "
-              f"decompress {r['decompress_speed_vs_sz3']:.2f}x")
+    print()
+    print(format_vs_sz3(result["vs_sz3"]))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=2))
     print(f"wrote {args.json}")

@@ -44,6 +44,20 @@ comet_rt_status comet_rt_codec_compress(int codec, int dtype, const void *data,
                        out_size);
 }
 
+comet_rt_status comet_rt_codec_compress_version(int version, int codec,
+                                                int dtype, const void *data,
+                                                const uint64_t *dims,
+                                                uint32_t rank, double eb,
+                                                void *out, size_t out_capacity,
+                                                size_t *out_size) {
+  return cpu::compressVersion(version, codec, dtype, data, dims, rank, eb, out,
+                              out_capacity, out_size);
+}
+
+comet_rt_status comet_rt_codec_set_isa(int isa) { return cpu::setIsa(isa); }
+
+int comet_rt_codec_active_isa(void) { return cpu::activeIsa(); }
+
 comet_rt_status comet_rt_codec_get_info(const void *in, size_t in_size,
                                         comet_rt_codec_info *info) {
   return cpu::getInfo(in, in_size, info);

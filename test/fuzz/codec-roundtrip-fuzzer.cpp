@@ -1,7 +1,8 @@
 //===- codec-roundtrip-fuzzer.cpp - Fuzz the guarantees of compress -------===//
 //
-// The first byte picks the codec, dtype and eb; the rest is the tensor. The
-// stream must decode, and the sz guarantees must hold for every element.
+// The first byte picks the codec, dtype, eb and shape (1-D, or rows of 3, 8
+// or 29 so that the 2-D predictor runs); the rest is the tensor. The stream
+// must decode, and the sz guarantees must hold for every element.
 //
 //===----------------------------------------------------------------------===//
 #include "comet/runtime/codec.h"
@@ -50,10 +51,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   double eb = ebs[(sel / 9) % 8];
   size_t es = comet_rt_dtype_size(dtype);
   uint64_t n = (size - 1) / es;
+  static const uint64_t rowLengths[] = {0, 3, 8, 29};
+  const uint64_t w = rowLengths[(sel / 72) % 4];
+  uint64_t dims[2] = {n, 1};
+  uint32_t rank = 1;
+  if (w) {
+    n -= n % w;
+    dims[0] = n / w;
+    dims[1] = w;
+    rank = 2;
+  }
   std::vector<uint8_t> in(data + 1, data + 1 + n * es);
   std::vector<uint8_t> s(comet_rt_codec_max_compressed_size(codec, dtype, n));
   size_t ssize = 0;
-  if (comet_rt_codec_compress(codec, dtype, in.data(), &n, 1, eb, s.data(),
+  if (comet_rt_codec_compress(codec, dtype, in.data(), dims, rank, eb, s.data(),
                               s.size(), &ssize) != COMET_RT_OK)
     abort();
   std::vector<uint8_t> out(n * es);

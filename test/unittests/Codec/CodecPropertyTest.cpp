@@ -24,6 +24,8 @@ enum class Mag { Denormal, Tiny, Unit, Large, Huge };
 
 const char *distName(Dist d) {
   switch (d) {
+  case Dist::Smooth:
+    return "smooth";
   case Dist::Uniform:
     return "uniform";
   case Dist::Normal:
@@ -133,6 +135,13 @@ TEST_P(CodecProperty, SzGuaranteesHold) {
         ASSERT_EQ(st, COMET_RT_OK);
         ASSERT_TRUE(n == 0 ||
                     !std::memcmp(y.data(), y1.data(), n * sizeof(float)));
+        // Version 1, which the decoder keeps reading, holds them too.
+        auto v1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                              {n}, eb, &st, 1);
+        ASSERT_EQ(st, COMET_RT_OK);
+        y1 = decompressVec(v1, n, &st);
+        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(checkGuarantees(x, y1, eb), 0u);
       }
     }
   }
@@ -172,10 +181,47 @@ INSTANTIATE_TEST_SUITE_P(
     AllDistributions, CodecProperty,
     ::testing::Combine(::testing::Values(Dist::Uniform, Dist::Normal,
                                          Dist::Relu50, Dist::Relu95,
-                                         Dist::Constant),
+                                         Dist::Constant, Dist::Smooth),
                        ::testing::Values(Mag::Denormal, Mag::Tiny, Mag::Unit,
                                          Mag::Large, Mag::Huge)),
     paramName);
+
+// Multi-dimensional shapes reach the 2D Lorenzo mode, whose neighbours
+// depend on the last two dims and on where chunks start.
+TEST(CodecSz, ShapesKeepGuaranteesAndBytes) {
+  const std::vector<std::vector<uint64_t>> shapes = {
+      {20, 30},    {3, 20, 30}, {2, 5, 61, 67}, {4101, 3},
+      {1, 70, 70}, {64, 1},     {2, 1, 4097}};
+  uint32_t seed = 500;
+  for (const auto &dims : shapes) {
+    uint64_t n = 1;
+    for (uint64_t d : dims)
+      n *= d;
+    for (Dist dist : {Dist::Smooth, Dist::Relu50, Dist::Normal}) {
+      for (bool specials : {false, true}) {
+        std::vector<float> x = makeData(dist, Mag::Unit, n, specials, seed++);
+        for (double eb : {1e-5, 1e-3, 1e-1}) {
+          SCOPED_TRACE("dims[0]=" + std::to_string(dims[0]) +
+                       " n=" + std::to_string(n) + " " + distName(dist) +
+                       " eb=" + std::to_string(eb));
+          comet_rt_status st;
+          comet_rt_codec_set_num_threads(1);
+          auto s1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                                dims, eb, &st);
+          ASSERT_EQ(st, COMET_RT_OK);
+          comet_rt_codec_set_num_threads(3);
+          auto s3 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                                dims, eb, &st);
+          ASSERT_EQ(s1, s3);
+          std::vector<float> y = decompressVec(s1, n, &st);
+          ASSERT_EQ(st, COMET_RT_OK);
+          ASSERT_EQ(checkGuarantees(x, y, eb), 0u);
+        }
+      }
+    }
+  }
+  comet_rt_codec_set_num_threads(0);
+}
 
 // Zero-preservation is what makes post-ReLU data train: the zeros of x must
 // be the zeros of x' and sz must actually compress such data.
@@ -192,10 +238,15 @@ TEST(CodecSz, PostReluZerosExactAndCompresses) {
     if (x[i] == 0.0f)
       ASSERT_EQ(bitsOf(y[i]), 0u) << i;
   EXPECT_EQ(checkGuarantees(x, y, 1e-2), 0u);
-  // Nothing but zeros: one descriptor byte per 64-element block.
+  // Nothing but zeros: a zero u32 size per 4096-element chunk (version 2),
+  // one descriptor byte per 64-element block (version 1).
   std::vector<float> zeros(64 * 1000, 0.0f);
   s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, zeros.data(),
                   {zeros.size()}, 1e-3, &st);
+  ASSERT_EQ(st, COMET_RT_OK);
+  EXPECT_EQ(s.size(), 128u + 4u * 16u);
+  s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, zeros.data(),
+                  {zeros.size()}, 1e-3, &st, 1);
   ASSERT_EQ(st, COMET_RT_OK);
   EXPECT_EQ(s.size(), 128u + 1000u);
 }
@@ -227,7 +278,7 @@ TEST(CodecSz, HeaderRecordsShapeAndBound) {
   ASSERT_EQ(st, COMET_RT_OK);
   comet_rt_codec_info info;
   ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
-  EXPECT_EQ(info.version, 1u);
+  EXPECT_EQ(info.version, 2u);
   EXPECT_EQ(info.codec, COMET_RT_CODEC_SZ);
   EXPECT_EQ(info.rank, 3u);
   EXPECT_EQ(info.dims[0], 2u);

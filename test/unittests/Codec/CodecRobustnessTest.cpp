@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -56,7 +57,59 @@ std::vector<std::vector<uint8_t>> sampleStreams() {
                                 x.data(), {197}, 0.0, &st));
   streams.push_back(compressVec(COMET_RT_CODEC_RAW, COMET_RT_DTYPE_BF16,
                                 x.data(), {33}, 0.0, &st));
+  // Version 2 only: an all-zero chunk (size 0) before a chunk of a ramp
+  // (dense), smooth data (Lorenzo Rice) and noise (plain Rice, sparse).
+  std::vector<float> z(4096 + 300, 0.0f);
+  float walk = 0;
+  for (size_t i = 4096; i < z.size(); ++i)
+    z[i] = i < 4096 + 64    ? 0.01f * float(i - 4096)
+           : i < 4096 + 192 ? (walk = 0.95f * walk + 0.02f * nd(rng))
+                            : nd(rng);
+  streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, z.data(),
+                                {z.size()}, 1e-3, &st));
+  // A smooth 2-D field: 2D Lorenzo Rice blocks (mode 6).
+  std::vector<float> field(20 * 30);
+  for (size_t i = 0; i < 20; ++i)
+    for (size_t j = 0; j < 30; ++j)
+      field[i * 30 + j] = std::sin(0.3f * float(i)) * std::cos(0.2f * float(j));
+  streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
+                                field.data(), {20, 30}, 1e-4, &st));
+  // The version 1 decoder stays reachable.
+  streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                                {10, 20}, 1e-2, &st, 1));
   return streams;
+}
+
+// The modes of a version 2 stream's present blocks (single-chunk or
+// multi-chunk), to check that the samples reach every decoder path.
+std::vector<int> v2Modes(const std::vector<uint8_t> &s) {
+  std::vector<int> modes;
+  comet_rt_codec_info info;
+  if (comet_rt_codec_get_info(s.data(), s.size(), &info) != COMET_RT_OK ||
+      info.version != 2 || info.codec != COMET_RT_CODEC_SZ)
+    return modes;
+  uint64_t chunks = (info.num_elements + 4095) / 4096, off = 128 + 4 * chunks;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    uint32_t size;
+    std::memcpy(&size, &s[128 + 4 * c], 4);
+    if (size) {
+      uint64_t bitmap;
+      std::memcpy(&bitmap, &s[off], 8);
+      for (int i = 0; i < __builtin_popcountll(bitmap); ++i)
+        modes.push_back(s[off + 10 + i] >> 5);
+    }
+    off += size;
+  }
+  return modes;
+}
+
+TEST(CodecRobustness, SamplesCoverEveryMode) {
+  std::vector<bool> seen(7, false);
+  for (auto &s : sampleStreams())
+    for (int m : v2Modes(s))
+      seen[m] = true;
+  for (int m = 0; m < 7; ++m)
+    EXPECT_TRUE(seen[m]) << "no block of mode " << m;
 }
 
 TEST(CodecRobustness, ValidSamplesDecode) {
@@ -129,9 +182,60 @@ TEST(CodecRobustness, RandomBytesAreRejectedSafely) {
   }
 }
 
-// Hand-made inconsistencies, each with the error it must give.
-TEST(CodecRobustness, SpecificCorruptions) {
+// Hand-made inconsistencies in a version 2 stream (one chunk at offset 132:
+// bitmap, outlier count, descriptors, ...), each with the error it must give.
+TEST(CodecRobustness, SpecificCorruptionsV2) {
   auto s = sampleStreams()[0];
+  comet_rt_codec_info info;
+  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
+  ASSERT_EQ(info.version, 2u);
+  ASSERT_GT(info.num_outliers, 0u);
+  size_t cap = info.decompressed_bytes;
+  auto expectStatus = [&](std::vector<uint8_t> t, comet_rt_status want,
+                          const char *what) {
+    EXPECT_EQ(guardedDecode(t, cap), want) << what;
+  };
+  auto t = s;
+  t[4] = 3;
+  expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "version");
+  t = s;
+  t[104] = 32;
+  expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "blocks per chunk");
+  t = s;
+  t[96] = 2;
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "chunk count");
+  t = s;
+  t[128] += 1; // the chunk's size no longer matches the payload
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "chunk size");
+  t = s;
+  t[132 + 3] = 0x01; // a block past the chunk's 4 is present
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "bitmap");
+  t = s;
+  t[142] = 7 << 5; // mode 7
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "mode");
+  t = s;
+  t[142] = 25; // dense, width 25
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "width");
+  t = s;
+  t[142] = 3 << 5 | 1; // raw with a width
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "raw param");
+  // Outlier indices (u16, then the 4-byte values): past the end.
+  t = s;
+  size_t outIdx = s.size() - 6 * info.num_outliers;
+  t[outIdx] = 0xFF;
+  t[outIdx + 1] = 0xFF;
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier index");
+  t = s;
+  t[132 + 8] += 1; // outlier count
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier count");
+  t = s;
+  t[120] += 1; // the header's outlier total
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier total");
+}
+
+// The same for a version 1 stream.
+TEST(CodecRobustness, SpecificCorruptions) {
+  auto s = sampleStreams().back();
   comet_rt_codec_info info;
   ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
   ASSERT_GT(info.num_outliers, 0u);
@@ -143,8 +247,9 @@ TEST(CodecRobustness, SpecificCorruptions) {
   auto t = s;
   t[0] = 'X';
   expectStatus(t, COMET_RT_ERR_CORRUPT, "magic");
+  ASSERT_EQ(info.version, 1u);
   t = s;
-  t[4] = 2;
+  t[4] = 3;
   expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "version");
   t = s;
   t[6] = 3;

@@ -21,7 +21,9 @@ inline uint32_t bitsOf(float f) {
   return u;
 }
 
-enum class Dist { Uniform, Normal, Relu50, Relu95, Constant };
+// Smooth: a random walk, so that neighbours predict each other (the
+// Lorenzo modes).
+enum class Dist { Uniform, Normal, Relu50, Relu95, Constant, Smooth };
 
 // Seeded data of magnitude `scale`; specials mixes NaN (one with a payload),
 // +-Inf, -0.0, FLT_MAX, FLT_MIN and denormals in at random places. The CPU
@@ -34,9 +36,14 @@ inline std::vector<float> makeData(Dist dist, double scale, size_t n,
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   double zeroFrac = dist == Dist::Relu50 ? 0.5 : 0.95;
   std::vector<float> x(n);
+  double walk = 0;
   for (size_t i = 0; i < n; ++i) {
     double v = 0;
     switch (dist) {
+    case Dist::Smooth:
+      walk = 0.99 * walk + normal(rng) * 0.05;
+      v = walk * scale;
+      break;
     case Dist::Uniform:
       v = uni(rng) * scale;
       break;
@@ -75,18 +82,18 @@ inline std::vector<float> makeData(Dist dist, double scale, size_t n,
 }
 
 // Compresses and returns the stream; status in *st.
-inline std::vector<uint8_t> compressVec(comet_rt_codec codec,
-                                        comet_rt_dtype dtype, const void *data,
-                                        std::vector<uint64_t> dims, double eb,
-                                        comet_rt_status *st) {
+inline std::vector<uint8_t>
+compressVec(comet_rt_codec codec, comet_rt_dtype dtype, const void *data,
+            std::vector<uint64_t> dims, double eb, comet_rt_status *st,
+            int version = COMET_RT_CODEC_FORMAT_VERSION) {
   uint64_t n = 1;
   for (uint64_t d : dims)
     n *= d;
   std::vector<uint8_t> out(comet_rt_codec_max_compressed_size(codec, dtype, n));
   size_t size = 0;
-  *st = comet_rt_codec_compress(codec, dtype, data, dims.data(),
-                                uint32_t(dims.size()), eb, out.data(),
-                                out.size(), &size);
+  *st = comet_rt_codec_compress_version(version, codec, dtype, data,
+                                        dims.data(), uint32_t(dims.size()), eb,
+                                        out.data(), out.size(), &size);
   out.resize(*st == COMET_RT_OK ? size : 0);
   return out;
 }

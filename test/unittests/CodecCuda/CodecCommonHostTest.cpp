@@ -34,8 +34,8 @@ std::vector<uint8_t> cpuCompress(int dtype, const void *x, uint64_t n,
   std::vector<uint8_t> s(
       comet_rt_codec_max_compressed_size(COMET_RT_CODEC_SZ, dtype, n));
   size_t size = 0;
-  EXPECT_EQ(comet_rt_codec_compress(COMET_RT_CODEC_SZ, dtype, x, &n, 1, eb,
-                                    s.data(), s.size(), &size),
+  EXPECT_EQ(comet_rt_codec_compress_version(1, COMET_RT_CODEC_SZ, dtype, x, &n,
+                                            1, eb, s.data(), s.size(), &size),
             COMET_RT_OK);
   s.resize(size);
   return s;
@@ -170,8 +170,9 @@ TEST(CodecCommonHost, HeaderStatusMatchesCpu) {
       std::vector<uint8_t> s(
           comet_rt_codec_max_compressed_size(codec, dtype, 300));
       size_t size;
-      ASSERT_EQ(comet_rt_codec_compress(codec, dtype, x.data(), dims, 2, 1e-2,
-                                        s.data(), s.size(), &size),
+      ASSERT_EQ(comet_rt_codec_compress_version(1, codec, dtype, x.data(), dims,
+                                                2, 1e-2, s.data(), s.size(),
+                                                &size),
                 COMET_RT_OK);
       s.resize(size);
       streams.push_back(s);
@@ -217,9 +218,9 @@ TEST(CodecCommonHost, EbRangeMatchesCpu) {
                     double(FLT_MIN), double(FLT_MIN) * 0.99,
                     double(FLT_MAX) / 2, double(FLT_MAX) / 1.99, 1e-3}) {
     size_t size;
-    bool cpu = comet_rt_codec_compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
-                                       &x, &n, 1, eb, s.data(), s.size(),
-                                       &size) == COMET_RT_OK;
+    bool cpu = comet_rt_codec_compress_version(
+                   1, COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, &x, &n, 1, eb,
+                   s.data(), s.size(), &size) == COMET_RT_OK;
     QuantParams qp;
     EXPECT_EQ(quantParams(eb, qp), cpu) << eb;
   }

@@ -81,9 +81,9 @@ Bytes cpuCompress(int codec, int dtype, const void *x,
                   std::vector<uint64_t> dims, double eb, comet_rt_status *st) {
   Bytes out(comet_rt_codec_max_compressed_size(codec, dtype, product(dims)));
   size_t size = 0;
-  *st = comet_rt_codec_compress(codec, dtype, x, dims.data(),
-                                uint32_t(dims.size()), eb, out.data(),
-                                out.size(), &size);
+  *st = comet_rt_codec_compress_version(1, codec, dtype, x, dims.data(),
+                                        uint32_t(dims.size()), eb, out.data(),
+                                        out.size(), &size);
   out.resize(*st == COMET_RT_OK ? size : 0);
   return out;
 }

@@ -1,7 +1,7 @@
 //===- CodecFormat.h - The codec byte format, shared CPU/CUDA ---*- C++ -*-===//
 //
-// The parts of docs/codec-format.md (version 1) that both the CPU and the
-// CUDA codec must agree on: the constants, the eb range and quantization
+// The parts of docs/codec-format.md (versions 1 and 2) that both the CPU and
+// the CUDA codec must agree on: the constants, the eb range and quantization
 // step, and the 128-byte header (its encoding and its check against the
 // stream length). They live here once so that the two implementations cannot
 // drift apart. Everything is plain integer code, so that it compiles for the
@@ -27,7 +27,9 @@
 
 namespace comet::kernels::format {
 
-inline constexpr uint16_t kFormatVersion = 1;
+// The version the CPU encoder writes; decoders read both.
+inline constexpr uint16_t kFormatVersion = 2;
+inline constexpr uint16_t kFormatVersion1 = 1;
 inline constexpr size_t kHeaderSize = 128;
 inline constexpr uint32_t kBlockSize = 64;
 inline constexpr size_t kOutlierEntrySize = 12; // u64 index + u32 bits
@@ -47,6 +49,24 @@ enum BlockMode : uint8_t {
   kSparsePositive = 2, // nonzero mask + (q - 1) of the nonzeros, all q > 0
   kRawBlock = 3,       // the block's elements verbatim
 };
+
+// Version 2: the tensor is cut into chunks of kChunkBlocks blocks, each coded
+// on its own (docs/codec-format.md, "sz, version 2").
+inline constexpr uint32_t kChunkBlocks = 64;
+inline constexpr uint64_t kChunkElems = uint64_t(kChunkBlocks) * kBlockSize;
+inline constexpr uint32_t kChunkHeaderSize = 10; // u64 bitmap, u16 outliers
+inline constexpr uint32_t kMaxRiceBytes = 255;   // a rice body's length byte
+// A v2 descriptor byte is mode << 5 | param.
+enum BlockModeV2 : uint8_t {
+  kV2Dense = 0,        // as v1
+  kV2SparseSigned = 1, // as v1
+  kV2SparsePositive = 2,
+  kV2Raw = 3,
+  kV2RiceLorenzo = 4,   // Golomb-Rice(k) of the dense mode's residual codes
+  kV2RicePlain = 5,     // Golomb-Rice(k) of zigzag(q)
+  kV2RiceLorenzo2d = 6, // Golomb-Rice(k) of 2D Lorenzo residuals (rank >= 2)
+};
+inline constexpr uint32_t kV2NumModes = 7;
 
 inline constexpr uint32_t kMaxRank = COMET_RT_CODEC_MAX_RANK;
 // The range of eb: FLT_MIN <= eb <= FLT_MAX / 2.
@@ -166,12 +186,15 @@ COMET_HD bool quantParams(double eb, QuantParams &qp) {
 //===----------------------------------------------------------------------===//
 
 struct Header {
-  uint32_t version = kFormatVersion;
+  // The CUDA codec writes version 1; the CPU encoder sets 2 itself.
+  uint32_t version = kFormatVersion1;
   uint32_t codec = 0, dtype = 0, rank = 0;
   uint32_t blockSize = 0;
   double eb = 0;
   uint64_t n = 0;
   uint64_t dims[kMaxRank] = {};
+  // v2 sz: numBlocks holds the number of chunks, numSparse the blocks per
+  // chunk (kChunkBlocks), payloadBytes the sum of the chunks' sizes.
   uint64_t numBlocks = 0, numSparse = 0, payloadBytes = 0, numOutliers = 0;
   uint64_t totalBytes = 0; // the whole stream, from the section sizes
 };
@@ -215,7 +238,7 @@ COMET_HD comet_rt_status parseHeader(const uint8_t *p, uint64_t inSize,
   if (inSize < kHeaderSize)
     return COMET_RT_ERR_TRUNCATED;
   h.version = uint32_t(p[4]) | uint32_t(p[5]) << 8;
-  if (h.version != kFormatVersion)
+  if (h.version != kFormatVersion1 && h.version != kFormatVersion)
     return COMET_RT_ERR_UNSUPPORTED;
   h.codec = p[6];
   h.dtype = p[7];
@@ -249,7 +272,18 @@ COMET_HD comet_rt_status parseHeader(const uint8_t *p, uint64_t inSize,
     return COMET_RT_ERR_CORRUPT;
 
   uint64_t total = kHeaderSize;
-  if (h.codec == COMET_RT_CODEC_SZ) {
+  if (h.codec == COMET_RT_CODEC_SZ && h.version == kFormatVersion) {
+    // Header, a u32 size per chunk, the chunks.
+    if (h.blockSize != kBlockSize || h.numSparse != kChunkBlocks)
+      return COMET_RT_ERR_UNSUPPORTED;
+    QuantParams qp;
+    if (!quantParams(h.eb, qp) || h.numBlocks != ceilDiv(n, kChunkElems) ||
+        h.numOutliers > n)
+      return COMET_RT_ERR_CORRUPT;
+    if (addOverflow(total, 4 * h.numBlocks, total) ||
+        addOverflow(total, h.payloadBytes, total))
+      return COMET_RT_ERR_CORRUPT;
+  } else if (h.codec == COMET_RT_CODEC_SZ) {
     if (h.blockSize != kBlockSize)
       return COMET_RT_ERR_UNSUPPORTED;
     QuantParams qp;

@@ -59,8 +59,8 @@ typedef struct comet_rt_codec_info {
   uint64_t num_elements;
   double eb;
   uint32_t block_size;
-  uint64_t num_blocks;
-  uint64_t num_sparse_blocks;
+  uint64_t num_blocks;        /* blocks of block_size elements */
+  uint64_t num_sparse_blocks; /* version 1 only; 0 in version 2 */
   uint64_t payload_bytes;
   uint64_t num_outliers;
   uint64_t compressed_bytes; /* the whole stream, header included */
@@ -91,6 +91,31 @@ COMET_RT_API void comet_rt_codec_set_num_threads(int num_threads);
 COMET_RT_API comet_rt_status comet_rt_codec_compress(
     int codec, int dtype, const void *data, const uint64_t *dims, uint32_t rank,
     double eb, void *out, size_t out_capacity, size_t *out_size);
+
+/* The stream format version comet_rt_codec_compress writes; decoding reads
+ * every version up to it. */
+#define COMET_RT_CODEC_FORMAT_VERSION 2
+
+/* comet_rt_codec_compress writing format version 1 or 2 (1: what the CUDA
+ * codec writes, kept for it and for streams stored by older builds). */
+COMET_RT_API comet_rt_status comet_rt_codec_compress_version(
+    int version, int codec, int dtype, const void *data, const uint64_t *dims,
+    uint32_t rank, double eb, void *out, size_t out_capacity, size_t *out_size);
+
+/* The instruction set of the CPU encoder's hot loops. The bytes written never
+ * depend on it. */
+typedef enum comet_rt_codec_isa {
+  COMET_RT_CODEC_ISA_AUTO = 0,     /* AVX2 when the CPU has it (default) */
+  COMET_RT_CODEC_ISA_BASELINE = 1, /* SSE2 on x86-64 */
+  COMET_RT_CODEC_ISA_AVX2 = 2
+} comet_rt_codec_isa;
+
+/* Selects the encoder's instruction set for all threads (an int holding a
+ * comet_rt_codec_isa); COMET_RT_ERR_UNSUPPORTED when the CPU lacks it. */
+COMET_RT_API comet_rt_status comet_rt_codec_set_isa(int isa);
+
+/* The instruction set the encoder uses now (never AUTO). */
+COMET_RT_API int comet_rt_codec_active_isa(void);
 
 /* Parses and checks the header of the stream at in. */
 COMET_RT_API comet_rt_status comet_rt_codec_get_info(const void *in,

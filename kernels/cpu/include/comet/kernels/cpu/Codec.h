@@ -37,6 +37,12 @@ int numThreads();
 comet_rt_status compress(int codec, int dtype, const void *data,
                          const uint64_t *dims, uint32_t rank, double eb,
                          void *out, size_t outCapacity, size_t *outSize);
+comet_rt_status compressVersion(int version, int codec, int dtype,
+                                const void *data, const uint64_t *dims,
+                                uint32_t rank, double eb, void *out,
+                                size_t outCapacity, size_t *outSize);
+comet_rt_status setIsa(int isa);
+int activeIsa();
 comet_rt_status getInfo(const void *in, size_t inSize,
                         comet_rt_codec_info *info);
 comet_rt_status decompress(const void *in, size_t inSize, void *out,
