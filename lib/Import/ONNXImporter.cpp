@@ -292,15 +292,24 @@ LogicalResult Importer::importNode(const ox::Node &node) {
       fileTypes[i] = *t;
     }
   }
+  // Until inference, an output the file leaves untyped holds a tensor
+  // placeholder, which every ONNX result constraint accepts.
   OperationState state(loc, opName);
   state.addOperands(operands);
   state.addAttributes(attrs);
+  Type placeholder = UnrankedTensorType::get(b.getI8Type());
   for (Type t : fileTypes)
-    state.addTypes(t ? t : b.getNoneType());
+    state.addTypes(t ? t : placeholder);
   Operation *op = b.create(state);
 
-  SmallVector<Type> inferred;
+  // The ODS checks (counts, required attributes, operand types) come before
+  // inference, which reads attributes and operands through ODS accessors.
   auto infer = dyn_cast<conx::TypeInferenceOpInterface>(op);
+  if (infer && failed(infer.verifyODSInvariants()))
+    return emitError(loc) << label(node) << " does not match the definition of "
+                          << node.opType << " (see above)",
+           failure();
+  SmallVector<Type> inferred;
   if (!infer || failed(infer.inferResultTypes(inferred)))
     inferred.assign(op->getNumResults(), Type());
   for (size_t i = 0; i < nOut; ++i) {

@@ -171,6 +171,13 @@ int32_t comet_rt_dataset_open_idx(const char *imagesPath,
   if (lbl.rank != 1)
     return fail(COMET_RT_ERROR_CORRUPT,
                 concat(labelsPath, ": labels must have rank 1"));
+  // A zero dim would make an empty dataset or zero-pixel samples, which the
+  // loader and the model cannot use.
+  if (img.num_elements == 0)
+    return fail(COMET_RT_ERROR_CORRUPT,
+                concat(imagesPath, ": images are ", img.dims[0], " x ",
+                       img.dims[1], " x ", img.dims[2],
+                       "; every dim must be at least 1"));
   if (img.dims[0] != lbl.dims[0])
     return fail(COMET_RT_ERROR_CORRUPT,
                 concat(imagesPath, " has ", img.dims[0], " images but ",

@@ -196,3 +196,25 @@ bad_init = numpy_helper.from_array(np.zeros((2, 2), np.float32), "short")
 bad_init.raw_data = bad_init.raw_data[:12]
 save("bad-initializer.onnx", [node("Identity", ["short"], ["y"], "id")], [], [vi("y", F, None)],
      [bad_init])
+
+# ---- Nodes that break their op's ODS definition (checked before inference) --
+img = [vi("x", F, [1, 1, 8, 8])]
+# The fuzzer's first finding: MaxPool without its required kernel_shape.
+save("bad-missing-kernel-shape.onnx", [node("MaxPool", ["x"], ["y"], "pool_no_kernel")],
+     img, [vi("y", F, None)])
+save("bad-missing-to.onnx", [node("Cast", ["x"], ["y"], "cast_no_to")],
+     x4, [vi("y", F, None)])
+save("bad-kernel-shape-int.onnx", [node("MaxPool", ["x"], ["y"], "pool_int_kernel",
+                                        kernel_shape=2)],
+     img, [vi("y", F, None)])
+save("bad-too-few-inputs.onnx", [node("Conv", ["x"], ["y"], "conv_one_input")],
+     img, [vi("y", F, None)])
+save("bad-absent-required-input.onnx", [node("Gemm", ["", "b"], ["y"], "gemm_no_a")],
+     [vi("b", F, [4, 3])], [vi("y", F, None)])
+save("bad-absent-required-output.onnx",
+     [node("MaxPool", ["x"], ["", "i"], "pool_no_y", kernel_shape=[2, 2])],
+     img, [vi("i", TP.INT64, None)])
+save("bad-flatten-axis.onnx", [node("Flatten", ["x"], ["y"], "flatten_axis_3", axis=3)],
+     x4, [vi("y", F, None)])
+save("bad-reducesum-axis.onnx", [node("ReduceSum", ["x", "axes"], ["y"], "sum_axis_5")],
+     x4, [vi("y", F, None)], [i64("axes", [5])])

@@ -95,6 +95,29 @@ TEST(Idx, ParsesAndRejectsMalformedBuffers) {
             COMET_RT_ERROR_CORRUPT);
 }
 
+TEST(Idx, EveryTruncationIsReportedAsTruncated) {
+  // A file cut anywhere (magic, rank, dims, data) is TRUNCATED with a message
+  // that says so, never a parse of fewer elements.
+  std::vector<uint8_t> good = idx({3, 2, 5});
+  comet_rt_idx info;
+  for (size_t cut = 0; cut < good.size(); ++cut) {
+    std::vector<uint8_t> part(good.begin(), good.begin() + cut);
+    ASSERT_EQ(comet_rt_idx_parse(part.data(), part.size(), &info),
+              COMET_RT_ERROR_TRUNCATED)
+        << "cut at " << cut;
+    std::string msg = comet_rt_last_error();
+    EXPECT_TRUE(msg.find("truncated") != std::string::npos ||
+                msg.find("shorter than") != std::string::npos)
+        << "cut at " << cut << ": " << msg;
+  }
+  std::vector<uint8_t> cutData(good.begin(), good.end() - 1);
+  comet_rt_idx_parse(cutData.data(), cutData.size(), &info);
+  EXPECT_NE(std::string(comet_rt_last_error())
+                .find("the header says 30 elements, the file has 29"),
+            std::string::npos)
+      << comet_rt_last_error();
+}
+
 TEST(FashionMnist, ReadsTheDebianTestSplit) {
   comet_rt_dataset *ds = nullptr;
   ASSERT_EQ(
@@ -175,9 +198,11 @@ TEST(FashionMnist, CorruptFilesAreErrors) {
   std::vector<uint8_t> gz((std::istreambuf_iterator<char>(in)), {});
   gz.resize(gz.size() / 2);
   writeFile(img, gz);
-  int32_t st = comet_rt_dataset_open_idx(img.c_str(), lbl.c_str(), &ds);
-  EXPECT_TRUE(st == COMET_RT_ERROR_TRUNCATED || st == COMET_RT_ERROR_CORRUPT)
-      << st;
+  EXPECT_EQ(comet_rt_dataset_open_idx(img.c_str(), lbl.c_str(), &ds),
+            COMET_RT_ERROR_TRUNCATED);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("truncated"),
+            std::string::npos)
+      << comet_rt_last_error();
 
   // Bad magic, plain (not gzipped) file.
   std::vector<uint8_t> bad = idx({5, 4, 3});
@@ -199,6 +224,22 @@ TEST(FashionMnist, CorruptFilesAreErrors) {
   writeGz(lbl, idx({5, 1}));
   EXPECT_EQ(comet_rt_dataset_open_idx(img.c_str(), lbl.c_str(), &ds),
             COMET_RT_ERROR_CORRUPT);
+
+  // Well-formed IDX with a zero dim: no images, or images of no pixels.
+  writeGz(lbl, idx({0}));
+  writeGz(img, idx({0, 4, 3}));
+  EXPECT_EQ(comet_rt_dataset_open_idx(img.c_str(), lbl.c_str(), &ds),
+            COMET_RT_ERROR_CORRUPT);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("0 x 4 x 3"),
+            std::string::npos)
+      << comet_rt_last_error();
+  writeGz(lbl, idx({5}));
+  writeGz(img, idx({5, 0, 3}));
+  EXPECT_EQ(comet_rt_dataset_open_idx(img.c_str(), lbl.c_str(), &ds),
+            COMET_RT_ERROR_CORRUPT);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("at least 1"),
+            std::string::npos)
+      << comet_rt_last_error();
   EXPECT_EQ(ds, nullptr);
   std::remove(img.c_str());
   std::remove(lbl.c_str());

@@ -510,6 +510,19 @@ LogicalResult ReduceSumOp::verify() {
   if (!isa<NoneType>(getAxes().getType()) &&
       failed(checkShapeTensor(*this, getAxes(), "axes")))
     return failure();
+  auto s = shapeOf(getData());
+  auto axes = getConstantInts(getAxes());
+  if (s && axes) {
+    int64_t r = s->size();
+    SmallVector<bool> seen(r, false);
+    for (int64_t a : *axes) {
+      if (a < -r || a >= r)
+        return emitOpError()
+               << "axis " << a << " is out of range for rank " << r;
+      if (std::exchange(seen[a < 0 ? a + r : a], true))
+        return emitOpError() << "axis " << a << " appears twice";
+    }
+  }
   return checkSameElementType(*this,
                               {{getData(), "data"}, {getReduced(), "reduced"}});
 }

@@ -18,6 +18,9 @@ using namespace comet::onnx;
 using namespace comet::onnx::shape;
 
 static constexpr int64_t kDyn = ShapedType::kDynamic;
+/// Above this rank a shape operand's length is taken as unknown rather than
+/// allocated as dims: it comes from the file.
+static constexpr int64_t kMaxInferredRank = 1024;
 
 static Type tensorOf(std::optional<ArrayRef<int64_t>> shape, Type elt) {
   if (!elt)
@@ -214,7 +217,7 @@ LogicalResult ReshapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     return success();
   }
   auto ss = shapeOf(getShape());
-  if (ss && ss->size() == 1 && !isDyn((*ss)[0]))
+  if (ss && ss->size() == 1 && !isDyn((*ss)[0]) && (*ss)[0] <= kMaxInferredRank)
     types[0] = RankedTensorType::get(SmallVector<int64_t>((*ss)[0], kDyn), elt);
   else
     types[0] = tensorOf(std::nullopt, elt);
@@ -378,7 +381,8 @@ LogicalResult ExpandOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     return success();
   }
   auto ss = shapeOf(getShape());
-  if (in && ss && ss->size() == 1 && !isDyn((*ss)[0]))
+  if (in && ss && ss->size() == 1 && !isDyn((*ss)[0]) &&
+      (*ss)[0] <= kMaxInferredRank)
     types[0] = RankedTensorType::get(
         SmallVector<int64_t>(std::max<int64_t>((*ss)[0], in->size()), kDyn),
         elt);

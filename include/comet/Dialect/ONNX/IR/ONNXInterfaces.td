@@ -13,6 +13,14 @@ def ONNX_TypeInferenceOpInterface : OpInterface<"TypeInferenceOpInterface"> {
     unranked or has `?` dims.
   }];
   let methods = [
+    InterfaceMethod<[{
+        Runs the op's ODS-generated checks (operand and result counts,
+        required attributes, attribute kinds, operand and result type
+        constraints), without the hand-written verifier. The importer calls
+        it before `inferResultTypes`, whose accessors assume what it checks.
+      }],
+      "::mlir::LogicalResult", "verifyODSInvariants", (ins), "",
+      "return ::comet::onnx::detail::verifyODSTraits<ConcreteOp>($_op);">,
     InterfaceMethod<"Infers one type per result (null where unknown).",
       "::mlir::LogicalResult", "inferResultTypes",
       (ins "::llvm::SmallVectorImpl<::mlir::Type> &":$types)>

@@ -39,6 +39,22 @@ enum class WeightGradForm {
 };
 } // namespace comet::onnx
 
+namespace comet::onnx::detail {
+/// The verification of `Op<ConcreteOp, Traits...>` minus `verify()`: what
+/// ODS generates (core traits such as operand and result counts, then
+/// `verifyInvariantsImpl`). The traits are deduced from the op's base class.
+template <typename ConcreteOp, template <typename> class... Traits>
+llvm::LogicalResult verifyODSTraitsImpl(mlir::Operation *op,
+                                        mlir::Op<ConcreteOp, Traits...> *) {
+  return mlir::op_definition_impl::verifyTraits<Traits<ConcreteOp>...>(op);
+}
+template <typename ConcreteOp>
+llvm::LogicalResult verifyODSTraits(ConcreteOp op) {
+  return verifyODSTraitsImpl<ConcreteOp>(op.getOperation(),
+                                         static_cast<ConcreteOp *>(nullptr));
+}
+} // namespace comet::onnx::detail
+
 #include "comet/Dialect/ONNX/IR/ONNXInterfaces.h.inc"
 
 #define GET_OP_CLASSES
