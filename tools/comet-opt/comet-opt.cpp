@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CometOptMain.h"
 #include "comet/Conversion/Passes.h"
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"

@@ -27,14 +27,6 @@ mlir::OwningOpRef<mlir::ModuleOp> importONNXModel(llvm::StringRef bytes,
 /// Registers the dialects that imported modules use.
 void registerONNXImportDialects(mlir::DialectRegistry &registry);
 
-/// mlir-opt's main after registerAndParseCLIOptions: an input named *.onnx
-/// is imported first and then goes through MlirOptMain like a .mlir file;
-/// anything else is handed to MlirOptMain as is.
-mlir::LogicalResult cometOptMain(int argc, char **argv,
-                                 llvm::StringRef inputFilename,
-                                 llvm::StringRef outputFilename,
-                                 mlir::DialectRegistry &registry);
-
 } // namespace comet
 
 #endif // COMET_IMPORT_ONNXIMPORTER_H

@@ -1,4 +1,5 @@
-//===- ONNXOptMain.cpp - mlir-opt's main with .onnx inputs ----------------===//
+//===- CometOptMain.cpp - mlir-opt's main with .onnx inputs ---------------===//
+#include "CometOptMain.h"
 #include "comet/Import/ONNXImporter.h"
 
 #include "mlir/IR/AsmState.h"
