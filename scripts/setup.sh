@@ -26,30 +26,26 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq "${missing[@]}"
 fi
 
-# Python: a venv, refreshed only when requirements.txt changes.
-req="$root/python/requirements.txt"
-venv="$root/.venv"
-stamp="$venv/.requirements.sha256"
-want=$(sha256sum "$req" | cut -d' ' -f1)
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "[setup] creating Python environment in .venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root/python"
-  echo "$want" > "$stamp"
-fi
+# make_venv DIR REQUIREMENTS PYTHON [venv flags]: a venv with the pinned
+# packages of REQUIREMENTS and the comet package, refreshed only when that
+# file changes.
+make_venv() {
+  local venv=$1 req=$2 python=$3
+  shift 3
+  local stamp="$venv/.requirements.sha256" want
+  want=$(sha256sum "$req" | cut -d' ' -f1)
+  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "[setup] creating Python environment in ${venv#$root/}"
+    "$python" -m venv "$@" "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root/python"
+    echo "$want" > "$stamp"
+  fi
+}
 
+make_venv "$root/.venv" "$root/python/requirements.txt" python3
 # The export environment: Debian's /usr/bin/python3, which python3-torch and
 # python3-torchvision serve, with the pinned packages of
-# requirements-export.txt on top; refreshed only when that file changes.
-req="$root/python/requirements-export.txt"
-venv="$root/.venv-export"
-stamp="$venv/.requirements.sha256"
-want=$(sha256sum "$req" | cut -d' ' -f1)
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "[setup] creating the export environment in .venv-export"
-  /usr/bin/python3 -m venv --system-site-packages "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root/python"
-  echo "$want" > "$stamp"
-fi
+# requirements-export.txt on top.
+make_venv "$root/.venv-export" "$root/python/requirements-export.txt" \
+  /usr/bin/python3 --system-site-packages

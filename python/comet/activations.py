@@ -47,17 +47,16 @@ def model_weights(model_dir: Path) -> dict[str, np.ndarray]:
     return {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
 
 
-def dump_model(model_dir: Path, images: np.ndarray, labels: np.ndarray,
-               out_dir: Path) -> list[Path]:
+def run_with_outputs(model_dir: Path, path: Path, wanted: list[str],
+                     images: np.ndarray, labels: np.ndarray) -> list[np.ndarray]:
+    """Runs the graph at `path` in ONNX Runtime on the model's weights and a
+    batch, with the tensors named in `wanted` exposed as outputs, and returns
+    them in that order."""
     import onnx
     import onnxruntime as ort
 
-    path = model_dir / "eval_model.onnx"
-    if not path.exists():
-        path = model_dir / "model.onnx"
     model = onnx.load(str(path))
     graph = model.graph
-    wanted = layer_inputs(graph)
     existing = {o.name for o in graph.output}
     for name in wanted:
         if name not in existing:
@@ -76,7 +75,18 @@ def dump_model(model_dir: Path, images: np.ndarray, labels: np.ndarray,
             feeds[inp.name] = images.reshape(images.shape[0], -1)
         else:
             raise ValueError(f"{path}: no value for input {inp.name} ({inp.type})")
-    results = sess.run(wanted, feeds)
+    return sess.run(wanted, feeds)
+
+
+def dump_model(model_dir: Path, images: np.ndarray, labels: np.ndarray,
+               out_dir: Path) -> list[Path]:
+    import onnx
+
+    path = model_dir / "eval_model.onnx"
+    if not path.exists():
+        path = model_dir / "model.onnx"
+    wanted = layer_inputs(onnx.load(str(path)).graph)
+    results = run_with_outputs(model_dir, path, wanted, images, labels)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, value in zip(wanted, results):

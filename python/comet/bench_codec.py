@@ -292,9 +292,8 @@ def dump_classes(out_dir: Path, batch: int = 64, models=("lenet", "mlp", "resnet
     import re
 
     import onnx
-    import onnxruntime as ort
 
-    from comet.activations import MODELS_DIR, model_weights
+    from comet.activations import MODELS_DIR, run_with_outputs
     from comet.data import load_fashion_mnist
 
     images, labels = load_fashion_mnist("test", limit=batch)
@@ -305,27 +304,11 @@ def dump_classes(out_dir: Path, batch: int = 64, models=("lenet", "mlp", "resnet
         d = MODELS_DIR / m
         if not (d / "eval_model.onnx").exists():
             continue
-        model = onnx.load(str(d / "eval_model.onnx"))
-        g = model.graph
+        g = onnx.load(str(d / "eval_model.onnx")).graph
         wanted = [(n.output[0], "post_relu") for n in g.node if n.op_type == "Relu"]
         wanted += [(n.output[0], "dense") for n in g.node if n.op_type in DENSE_OPS]
-        existing = {o.name for o in g.output}
-        for name, _ in wanted:
-            if name not in existing:
-                g.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-        weights = model_weights(d)
-        feeds = {}
-        for inp in sess.get_inputs():
-            if inp.name in weights:
-                feeds[inp.name] = weights[inp.name]
-            elif inp.type == "tensor(int64)":
-                feeds[inp.name] = labels
-            elif len(inp.shape) == 4:
-                feeds[inp.name] = images
-            else:
-                feeds[inp.name] = images.reshape(images.shape[0], -1)
-        values = sess.run([n for n, _ in wanted], feeds)
+        values = run_with_outputs(d, d / "eval_model.onnx", [n for n, _ in wanted],
+                                  images, labels)
         for (name, cls), v in zip(wanted, values):
             v = np.ascontiguousarray(v, dtype=np.float32)
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)

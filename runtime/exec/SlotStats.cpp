@@ -198,9 +198,25 @@ bool validKey(int64_t slot, int64_t consumer) {
   return slot >= 0 && slot < kMaxSlot && consumer >= 0 && consumer < 1024;
 }
 
-template <typename Fn>
-int32_t update(comet_rt_context *ctx, int64_t slot, int64_t consumer, Fn fn) {
+/// The common start of the observe calls: checks the key and, when the
+/// context collects, views m. Returns the context's table, or null when the
+/// call ends here with `status` (an error, or success while not collecting).
+Table *beginObserve(comet_rt_context *ctx, const comet_rt_memref *m,
+                    int64_t slot, int64_t consumer, const float *&data,
+                    int64_t &n, std::vector<int64_t> *shape, int32_t &status) {
+  status = COMET_RT_ERROR_INVALID_ARGUMENT;
+  if (!validKey(slot, consumer))
+    return nullptr;
   Table &t = table(ctx);
+  if (!t.enabled.load(std::memory_order_relaxed)) {
+    status = COMET_RT_SUCCESS;
+    return nullptr;
+  }
+  return view(m, data, n, shape) ? &t : nullptr;
+}
+
+template <typename Fn>
+int32_t update(Table &t, int64_t slot, int64_t consumer, Fn fn) {
   std::lock_guard<std::mutex> lock(t.mu);
   auto it = t.obs.find({slot, consumer});
   if (it == t.obs.end())
@@ -225,18 +241,16 @@ int32_t comet_rt_slot_stats_enabled(comet_rt_context *ctx) {
 int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_context *ctx,
                                                comet_rt_memref *x, int64_t slot,
                                                int64_t consumer) {
-  if (!validKey(slot, consumer))
-    return COMET_RT_ERROR_INVALID_ARGUMENT;
-  if (!table(ctx).enabled.load(std::memory_order_relaxed))
-    return COMET_RT_SUCCESS;
   const float *p;
   int64_t n;
   std::vector<int64_t> shape;
-  if (!view(x, p, n, &shape))
-    return COMET_RT_ERROR_INVALID_ARGUMENT;
+  int32_t status;
+  Table *tab = beginObserve(ctx, x, slot, consumer, p, n, &shape, status);
+  if (!tab)
+    return status;
+  Table &t = *tab;
   bool moments;
   {
-    Table &t = table(ctx);
     std::lock_guard<std::mutex> lock(t.mu);
     moments = !t.noMoments.count(slot);
   }
@@ -281,11 +295,10 @@ int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_context *ctx,
     mask->overall = n ? double(nz) / double(n) : 0;
     if ((shape.size() == 4 || shape.size() == 2) && shape[0] > 0 && n > 0)
       findGroups(p, shape[0], shape[1], n / (shape[0] * shape[1]), *mask);
-    Table &t = table(ctx);
     std::lock_guard<std::mutex> lock(t.mu);
     t.masks[slot] = std::move(mask);
   }
-  return update(ctx, slot, consumer, [&](comet_rt_slot_observation &o) {
+  return update(t, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.act_elements += n;
     o.act_nonzero += nz;
   });
@@ -295,15 +308,14 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx,
                                                 comet_rt_memref *dy,
                                                 int64_t slot,
                                                 int64_t consumer) {
-  if (!validKey(slot, consumer))
-    return COMET_RT_ERROR_INVALID_ARGUMENT;
-  if (!table(ctx).enabled.load(std::memory_order_relaxed))
-    return COMET_RT_SUCCESS;
   const float *p;
   int64_t n;
   std::vector<int64_t> shape;
-  if (!view(dy, p, n, &shape))
-    return COMET_RT_ERROR_INVALID_ARGUMENT;
+  int32_t status;
+  Table *tab = beginObserve(ctx, dy, slot, consumer, p, n, &shape, status);
+  if (!tab)
+    return status;
+  Table &t = *tab;
   double sa = 0, sq = 0;
 #pragma omp parallel for reduction(+ : sa, sq) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
@@ -313,7 +325,6 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx,
   }
   std::shared_ptr<const ActMask> mask;
   {
-    Table &t = table(ctx);
     std::lock_guard<std::mutex> lock(t.mu);
     auto it = t.masks.find(slot);
     if (it != t.masks.end())
@@ -378,7 +389,7 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx,
       msq = sq * mask->overall;
     }
   }
-  return update(ctx, slot, consumer, [&](comet_rt_slot_observation &o) {
+  return update(t, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.grad_elements += n;
     o.grad_abs_sum += sa;
     o.grad_sq_sum += sq;
@@ -392,19 +403,17 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx,
 int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_context *ctx,
                                                comet_rt_memref *t, int64_t slot,
                                                int64_t consumer) {
-  if (!validKey(slot, consumer))
-    return COMET_RT_ERROR_INVALID_ARGUMENT;
-  if (!table(ctx).enabled.load(std::memory_order_relaxed))
-    return COMET_RT_SUCCESS;
   const float *p;
   int64_t n;
-  if (!view(t, p, n))
-    return COMET_RT_ERROR_INVALID_ARGUMENT;
+  int32_t status;
+  Table *tab = beginObserve(ctx, t, slot, consumer, p, n, nullptr, status);
+  if (!tab)
+    return status;
   double mx = -std::numeric_limits<double>::infinity();
   for (int64_t i = 0; i < n; ++i)
     if (std::isfinite(p[i]) && p[i] > mx)
       mx = p[i];
-  return update(ctx, slot, consumer, [&](comet_rt_slot_observation &o) {
+  return update(*tab, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.aux_max = std::max(o.aux_max, mx);
   });
 }

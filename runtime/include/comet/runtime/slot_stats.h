@@ -11,8 +11,9 @@
  *   comet_rt_slot_observe_grad(dY, slot, c)      before consumer c of slot
  *   comet_rt_slot_observe_max(inv_std, slot, c)  before a BatchNormGrad
  *
- * Each call is a no-op (one relaxed atomic load) unless collection is on
- * (comet_rt_slot_stats_enable(1)), which the tuner does for the steps it
+ * Each call is a no-op (a lookup of the context's table and one relaxed
+ * atomic load) unless collection is on for the context
+ * (comet_rt_slot_stats_enable(ctx, 1)), which the tuner does for the steps it
  * samples. On those steps each call reduces its tensor where it is (here on
  * the CPU) into a few sums, so the tuner reads back a handful of numbers per
  * slot. Weight gradients and optimizer state live in buffers the Engine
