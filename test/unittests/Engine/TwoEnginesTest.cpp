@@ -146,9 +146,7 @@ TEST(TwoEngines, InterleavedMatchSeparateProcesses) {
   mlp.finish();
   EXPECT_EQ(lenet.run.figures, lenetAlone.figures);
   EXPECT_EQ(mlp.run.figures, mlpAlone.figures);
-  // The tuner did change bounds, so the comparison covers the slot tables.
-  comet_rt_site_stats st;
-  ASSERT_EQ(comet_rt_site_get_stats(lenet.engine->runtimeContext(), 0, &st), 0);
+  // The tuner did re-tune, so the comparison covers the slot tables.
   EXPECT_GE(lenet.tuner->tuner().numRetunes(), 2);
 }
 
