@@ -16,7 +16,9 @@ config.substitutions.append(("%comet_src", config.comet_src_root))
 config.substitutions.append(("%python", config.python_executable or "python3"))
 
 tool_dirs = [config.comet_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["comet-opt", "comet-codec", "comet-train"], tool_dirs)
+llvm_config.add_tool_substitutions(
+    ["comet-opt", "comet-codec", "comet-train", "comet-compile", "comet-run"],
+    tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 if config.comet_have_cuda:
     config.available_features.add("cuda")

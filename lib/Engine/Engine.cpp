@@ -39,49 +39,6 @@ using llvm::Expected;
 
 namespace comet {
 
-bool Buffer::allocate(comet_rt_context *ctx) {
-  numel = 1;
-  for (int64_t d : shape)
-    numel *= d;
-  data = comet_rt_alloc_zeroed(ctx, numel * elemBytes, category);
-  if (!data)
-    return false;
-  int64_t rank = shape.size();
-  desc.assign(3 + 2 * rank, 0);
-  desc[0] = desc[1] = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
-  int64_t stride = 1;
-  for (int64_t i = rank - 1; i >= 0; --i) {
-    desc[3 + i] = shape[i];
-    desc[3 + rank + i] = stride;
-    stride *= shape[i];
-  }
-  unranked = {rank, desc.data()};
-  return true;
-}
-
-Error Compiled::invoke(comet_rt_context *ctx, ArrayRef<Buffer *> buffers) {
-  // The packed arguments: the context, each buffer's descriptor, the status.
-  std::vector<void *> descPtrs(buffers.size());
-  std::vector<void *> packed(buffers.size() + 2);
-  packed[0] = &ctx;
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    descPtrs[i] = buffers[i]->desc.data();
-    packed[i + 1] = &descPtrs[i];
-  }
-  int32_t rc = 0;
-  packed.back() = &rc;
-  if (Error e = jit->invokePacked("_mlir_ciface_" + funcName, packed))
-    return e;
-  if (rc != 0) {
-    std::string msg = comet_rt_handles_last_error();
-    if (msg.empty())
-      msg = comet_rt_last_error();
-    return err("runtime error " + llvm::Twine(rc) + " in @" + funcName + ": " +
-               msg);
-  }
-  return Error::success();
-}
-
 namespace {
 
 size_t elemBytesOf(Type t) {
@@ -164,8 +121,9 @@ func::FuncOp Engine::Impl::mainFunc(ModuleOp m) {
   return {};
 }
 
-Error Engine::Impl::lowerAndJit(ModuleOp m, int64_t batch, Compiled &out,
-                                StringRef dumpPath) {
+Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
+                          std::unique_ptr<ExecutionEngine> &jit,
+                          std::vector<SiteStats> *sites, StringRef dumpPath) {
   if (Error e = runPipeline(m, "comet-lower-to-runtime{batch-size=" +
                                    std::to_string(batch) + "}"))
     return e;
@@ -184,28 +142,29 @@ Error Engine::Impl::lowerAndJit(ModuleOp m, int64_t batch, Compiled &out,
     a.isResult = static_cast<bool>(f.getArgAttr(i, "comet.result"));
     out.args.push_back(std::move(a));
   }
-  if (auto sites = f->getAttrOfType<ArrayAttr>(CometDialect::kSitesAttrName))
-    if (&out == &train)
-      for (auto site : sites.getAsRange<SiteAttr>()) {
-        SiteStats st;
-        st.value = site.getValue().str();
-        st.codec = stringifyCodec(site.getCodec()).str();
-        if (BoundAttr bound = site.getBound()) {
-          st.eb = bound.getAbsValue();
-          st.slot = bound.getSlot().value_or(-1);
-        }
-        st.bytesIn = site.getBytes();
-        for (ConsumerAttr c : site.getConsumers()) {
-          SlotConsumer sc;
-          sc.kind = stringifyWeightGradKind(c.getKind()).str();
-          sc.param = c.getParam().str();
-          sc.numTerms = c.getTermsValue();
-          sc.reuse = c.getReuseValue();
-          sc.activationElements = static_cast<double>(c.getElements());
-          st.consumers.push_back(std::move(sc));
-        }
-        siteInfo.push_back(st);
+  if (auto siteAttrs =
+          f->getAttrOfType<ArrayAttr>(CometDialect::kSitesAttrName);
+      siteAttrs && sites)
+    for (auto site : siteAttrs.getAsRange<SiteAttr>()) {
+      SiteStats st;
+      st.value = site.getValue().str();
+      st.codec = stringifyCodec(site.getCodec()).str();
+      if (BoundAttr bound = site.getBound()) {
+        st.eb = bound.getAbsValue();
+        st.slot = bound.getSlot().value_or(-1);
       }
+      st.bytesIn = site.getBytes();
+      for (ConsumerAttr c : site.getConsumers()) {
+        SlotConsumer sc;
+        sc.kind = stringifyWeightGradKind(c.getKind()).str();
+        sc.param = c.getParam().str();
+        sc.numTerms = c.getTermsValue();
+        sc.reuse = c.getReuseValue();
+        sc.activationElements = static_cast<double>(c.getElements());
+        st.consumers.push_back(std::move(sc));
+      }
+      sites->push_back(st);
+    }
   if (!dumpPath.empty()) {
     std::error_code ec;
     llvm::raw_fd_ostream os(dumpPath, ec);
@@ -223,122 +182,23 @@ Error Engine::Impl::lowerAndJit(ModuleOp m, int64_t batch, Compiled &out,
     if (failed(pm.run(m)))
       return err("lowering to LLVM failed: " + diag);
   }
+  if (!opts.jit)
+    return Error::success();
   ExecutionEngineOptions eo;
   eo.jitCodeGenOptLevel =
       static_cast<llvm::CodeGenOptLevel>(std::min(opts.optLevel, 3u));
-  auto jit = ExecutionEngine::create(m, eo);
-  if (!jit)
-    return jit.takeError();
-  out.jit = std::move(*jit);
-  out.jit->registerSymbols(runtimeSymbols);
-  out.jit->initialize();
+  auto created = ExecutionEngine::create(m, eo);
+  if (!created)
+    return created.takeError();
+  jit = std::move(*created);
+  jit->registerSymbols(runtimeSymbols);
+  jit->initialize();
+  // The packed wrapper ExecutionEngine adds to every C interface function.
+  auto packed = jit->lookupPacked("_mlir_ciface_" + out.funcName);
+  if (!packed)
+    return packed.takeError();
+  out.packed = *packed;
   return Error::success();
-}
-
-Buffer *Engine::Impl::newBuffer(const std::string &name,
-                                ArrayRef<int64_t> shape, size_t elemBytes,
-                                int32_t category) {
-  auto b = std::make_unique<Buffer>();
-  b->name = name;
-  b->shape.assign(shape.begin(), shape.end());
-  b->elemBytes = elemBytes;
-  b->category = category;
-  if (!b->allocate(rt.get()))
-    return nullptr;
-  Buffer *p = b.get();
-  buffers[name] = std::move(b);
-  return p;
-}
-
-Error Engine::Impl::setupTrainBuffers(const onnx_import::Model &weights) {
-  llvm::StringMap<const onnx_import::Tensor *> inits;
-  for (const auto &t : weights.graph.initializers)
-    inits[t.name] = &t;
-  // First pass: gradient buffers name their parameters.
-  for (const ArgInfo &a : train.args) {
-    size_t pos = a.name.find("_grad.accumulation.buffer");
-    if (pos != std::string::npos)
-      gradOf[a.name.substr(0, pos)] = a.name;
-  }
-  for (auto [i, a] : llvm::enumerate(train.args)) {
-    std::string name = a.isResult ? "result:" + std::to_string(i) : a.name;
-    if (name.empty())
-      return err("argument " + llvm::Twine(i) +
-                 " of the training graph "
-                 "has no onnx.name");
-    int32_t cat = COMET_RT_MEM_OTHER;
-    bool isParam = false;
-    if (a.isResult || name == "input" || name == "labels" ||
-        name == "lazy_reset_grad" || a.elemBytes != 4) {
-      cat = COMET_RT_MEM_OTHER;
-    } else if (name.find("_grad.accumulation.buffer") != std::string::npos) {
-      cat = COMET_RT_MEM_GRADS;
-    } else {
-      cat = COMET_RT_MEM_PARAMS;
-      isParam = true;
-    }
-    if (i == 0 && !a.isResult) {
-      if (a.shape.size() < 2)
-        return err("the first input of the training graph must be a batch "
-                   "of samples");
-      sampleShape.assign(a.shape.begin() + 1, a.shape.end());
-    }
-    Buffer *b = newBuffer(name, a.shape, a.elemBytes, cat);
-    if (!b)
-      return err("out of memory allocating " + name);
-    trainArgs.push_back(b);
-    if (isParam) {
-      auto it = inits.find(name);
-      if (it == inits.end())
-        return err("no initial value for parameter '" + name +
-                   "' in the weights file");
-      const onnx_import::Tensor *t = it->second;
-      if (t->bytes.size() != b->bytes())
-        return err("initializer '" + name + "' has " +
-                   llvm::Twine(t->bytes.size()) + " bytes, the graph wants " +
-                   llvm::Twine(b->bytes()));
-      std::memcpy(b->data, t->bytes.data(), b->bytes());
-      if (gradOf.count(name))
-        trainable.push_back(name);
-    }
-  }
-  // Inputs by position: input, labels; then by name.
-  input = trainArgs[0];
-  if (trainArgs.size() < 2 || trainArgs[1]->elemBytes != 8)
-    return err("the second input of the training graph must be the int64 "
-               "labels");
-  labels = trainArgs[1];
-  auto lr = buffers.find("lazy_reset_grad");
-  lazyReset = lr == buffers.end() ? nullptr : lr->second.get();
-  for (auto [i, a] : llvm::enumerate(train.args))
-    if (a.isResult) {
-      loss = trainArgs[i];
-      break;
-    }
-  if (!loss || loss->numel != 1 || loss->elemBytes != 4)
-    return err("the first result of the training graph must be the loss");
-  return Error::success();
-}
-
-Expected<float> Engine::Impl::runTrain(const float *images,
-                                       const int64_t *lab) {
-  std::memcpy(input->data, images, input->bytes());
-  std::memcpy(labels->data, lab, labels->bytes());
-  if (lazyReset)
-    static_cast<uint8_t *>(lazyReset->data)[0] = 1;
-  if (recordNext) {
-    comet_rt_alloc_record_timeline(rt.get(), 1);
-  }
-  Error e = train.invoke(rt.get(), trainArgs);
-  if (recordNext) {
-    comet_rt_alloc_record_timeline(rt.get(), 0);
-    timeline.resize(comet_rt_alloc_timeline(rt.get(), nullptr, 0));
-    comet_rt_alloc_timeline(rt.get(), timeline.data(), timeline.size());
-    recordNext = false;
-  }
-  if (e)
-    return std::move(e);
-  return loss->f32()[0];
 }
 
 Engine::Engine() : impl(std::make_unique<Impl>()) {}
@@ -383,12 +243,12 @@ Error Engine::compile(const EngineOptions &options) {
       return e;
   }
   // The analysis on the graph as it will be lowered (same op order).
-  I.analysisModule = m->clone();
-  func::FuncOp af = Impl::mainFunc(*I.analysisModule);
-  I.liveness = std::make_unique<ActivationLiveness>(af);
+  OwningOpRef<ModuleOp> analysisModule = m->clone();
+  ActivationLiveness liveness(Impl::mainFunc(*analysisModule));
   LivenessOptions lo;
   lo.dynamicDimSize = options.batchSize;
-  I.liveness->setOptions(lo);
+  liveness.setOptions(lo);
+  int64_t candidateBytes = 0;
   if (options.compress == CompressMode::None) {
     // What compress-activations would store compressed: the baseline's
     // side of the activation comparison.
@@ -404,11 +264,34 @@ Error Engine::compile(const EngineOptions &options) {
     pl.setOptions(lo);
     for (const ValueInfo &vi : pl.getValues())
       if (vi.isCompressedHandle())
-        I.candidateBytes += vi.tensorBytes;
+        candidateBytes += vi.tensorBytes;
   }
 
-  if (Error e = I.lowerAndJit(*m, options.batchSize, I.train,
-                              options.dumpLoweredIRPath))
+  // The analysis's intervals, with the caller's view of ownership: the
+  // trainer holds every argument and result buffer for the whole step.
+  MemoryPrediction pred;
+  pred.valid = true;
+  pred.numSteps = liveness.getNumSteps();
+  pred.szRatio = lo.szRatio;
+  pred.candidateBytes = candidateBytes;
+  for (const ValueInfo &vi : liveness.getValues()) {
+    bool returned = llvm::any_of(
+        vi.uses, [](const ValueUse &u) { return isa<func::ReturnOp>(u.user); });
+    MemoryPrediction::Interval iv;
+    iv.start = returned ? 0 : vi.start;
+    iv.end = vi.def < 0 || returned ? pred.numSteps - 1 : vi.end;
+    iv.bytes = vi.bytes;
+    if (vi.codec == Codec::sz && !vi.fusedMaskDecompress)
+      iv.szTensorBytes = vi.tensorBytes;
+    iv.activation = vi.category == ValueCategory::Activation;
+    pred.intervals.push_back(iv);
+  }
+
+  Entry train;
+  std::vector<SiteStats> sites;
+  I.trainLowered = std::move(m);
+  if (Error e = I.lower(*I.trainLowered, options.batchSize, train, I.trainJit,
+                        &sites, options.dumpLoweredIRPath))
     return e;
   std::string weights = options.weightsPath;
   if (weights.empty())
@@ -416,8 +299,22 @@ Error Engine::compile(const EngineOptions &options) {
   auto wm = readModel(weights);
   if (!wm)
     return wm.takeError();
-  if (Error e = I.setupTrainBuffers(*wm))
+  llvm::StringMap<const onnx_import::Tensor *> inits;
+  for (const auto &t : wm->graph.initializers)
+    inits[t.name] = &t;
+  if (Error e = toError(I.trainer.bindTrain(
+          std::move(train),
+          [&](const std::string &name, const void *&data, size_t &bytes) {
+            auto it = inits.find(name);
+            if (it == inits.end())
+              return false;
+            data = it->second->bytes.data();
+            bytes = it->second->bytes.size();
+            return true;
+          })))
     return e;
+  I.trainer.setSites(std::move(sites));
+  I.trainer.setPrediction(std::move(pred));
   if (Error e = I.setupOptimizer())
     return e;
   std::string evalPath = options.evalModelPath;
@@ -438,137 +335,90 @@ Expected<float> Engine::computeGradients(const float *images,
                                          const int64_t *labels) {
   if (!impl->compiled)
     return err("Engine::compile has not run");
-  return impl->runTrain(images, labels);
+  float loss = 0;
+  if (Error e = toError(impl->trainer.computeGradients(images, labels, loss)))
+    return std::move(e);
+  return loss;
 }
 
 Expected<float> Engine::step(const float *images, const int64_t *labels) {
-  auto loss = computeGradients(images, labels);
-  if (!loss)
-    return loss.takeError();
-  if (!std::isfinite(*loss))
-    return err("the loss is " + llvm::Twine(std::isnan(*loss) ? "NaN" : "Inf") +
-               " at step " + llvm::Twine(impl->steps + 1) +
-               "; training stopped");
-  if (Error e = impl->runOptimizer())
+  if (!impl->compiled)
+    return err("Engine::compile has not run");
+  float loss = 0;
+  if (Error e = toError(impl->trainer.step(images, labels, loss)))
     return std::move(e);
-  return *loss;
+  return loss;
 }
 
-bool Engine::hasEval() const { return impl->haveEval; }
+bool Engine::hasEval() const { return impl->trainer.hasEval(); }
 
-EngineStats Engine::stats() const {
-  Impl &I = *impl;
-  EngineStats s;
-  comet_rt_alloc_stats a;
-  comet_rt_alloc_get_stats(I.rt.get(), &a);
-  for (int c = 0; c < COMET_RT_MEM_NUM_CATEGORIES; ++c)
-    s.categories.push_back({comet_rt_alloc_category_name(c), a.current[c],
-                            a.peak[c], a.at_peak[c]});
-  s.peakBytes = a.peak_total;
-  s.tensorPeakBytes = a.tensor_peak;
-  s.steps = I.steps;
-  // Measured sz ratio calibrates the analysis's estimate of sz handles.
-  int64_t szIn = 0, szOut = 0;
-  for (auto [i, info] : llvm::enumerate(I.siteInfo)) {
-    SiteStats st = info;
-    comet_rt_site_stats rs;
-    if (comet_rt_site_get_stats(I.rt.get(), i, &rs) == 0 && rs.calls > 0) {
-      st.bytesIn = rs.last_bytes_in;
-      st.bytesOut = rs.last_bytes_out;
-      st.eb = rs.last_eb;
-      st.calls = rs.calls;
-      st.ratio = rs.last_bytes_out > 0
-                     ? double(rs.last_bytes_in) / rs.last_bytes_out
-                     : 0;
-      if (info.codec == "sz") {
-        szIn += rs.last_bytes_in;
-        szOut += rs.last_bytes_out;
-      }
-    }
-    s.activationBytesUncompressed += st.bytesIn;
-    s.activationBytesCompressed += st.bytesOut;
-    s.sites.push_back(st);
-  }
-  if (I.siteInfo.empty()) {
-    s.activationBytesUncompressed = I.candidateBytes;
-    s.activationBytesCompressed = I.candidateBytes;
-  }
-  if (I.liveness) {
-    LivenessOptions lo = I.liveness->getOptions();
-    if (szOut > 0)
-      lo.szRatio = double(szIn) / szOut;
-    I.liveness->setOptions(lo);
-    // The analysis's intervals, with the caller's view of ownership: the
-    // Engine holds every argument and result buffer for the whole step.
-    int64_t n = I.liveness->getNumSteps();
-    SmallVector<TimelineInterval> ivs;
-    for (const ValueInfo &vi : I.liveness->getValues()) {
-      bool returned = llvm::any_of(vi.uses, [](const ValueUse &u) {
-        return isa<func::ReturnOp>(u.user);
-      });
-      int64_t start = returned ? 0 : vi.start;
-      int64_t end = vi.def < 0 || returned ? n - 1 : vi.end;
-      ivs.push_back(
-          {start, end, vi.bytes, vi.category == ValueCategory::Activation});
-    }
-    Timeline tl = buildTimeline(n, ivs);
-    for (int64_t b : tl.total)
-      s.predictedTimeline.push_back(b + I.optimizerStateBytes);
-    s.measuredTimeline = I.timeline;
-    s.predictedPeakBytes = tl.peak + I.optimizerStateBytes;
-    s.predictedActivationBytesAtPeak = tl.activationAtPeak;
-  }
-  return s;
+Error Engine::evaluate(const float *images, const int64_t *labels, int64_t n,
+                       double &meanLoss, int64_t &numCorrect) {
+  return toError(
+      impl->trainer.evaluate(images, labels, n, meanLoss, numCorrect));
 }
 
-void Engine::recordTimelineOfNextStep() { impl->recordNext = true; }
+EngineStats Engine::stats() const { return impl->trainer.stats(); }
 
-void Engine::resetPeaks() { comet_rt_alloc_reset_peaks(impl->rt.get()); }
+void Engine::recordTimelineOfNextStep() {
+  impl->trainer.recordTimelineOfNextStep();
+}
+
+void Engine::resetPeaks() { impl->trainer.resetPeaks(); }
 
 int64_t Engine::batchSize() const { return impl->opts.batchSize; }
 
-std::vector<int64_t> Engine::sampleShape() const { return impl->sampleShape; }
+std::vector<int64_t> Engine::sampleShape() const {
+  return impl->trainer.sampleShape();
+}
 
 std::vector<std::string> Engine::trainableParameters() const {
-  return impl->trainable;
+  return impl->trainer.trainableParameters();
+}
+
+static llvm::ArrayRef<float> floatsOf(const Buffer *b) {
+  if (!b || b->elemBytes != 4)
+    return {};
+  return {b->f32(), static_cast<size_t>(b->numel)};
 }
 
 llvm::ArrayRef<float> Engine::parameter(StringRef name) const {
-  auto it = impl->buffers.find(name);
-  if (it == impl->buffers.end() || it->second->elemBytes != 4)
-    return {};
-  return {it->second->f32(), static_cast<size_t>(it->second->numel)};
+  return floatsOf(impl->trainer.buffer(name.str()));
 }
 
 llvm::ArrayRef<float> Engine::gradient(StringRef name) const {
-  auto it = impl->gradOf.find(name);
-  if (it == impl->gradOf.end())
-    return {};
-  return parameter(it->second);
+  return floatsOf(impl->trainer.gradient(name.str()));
 }
 
 llvm::ArrayRef<float> Engine::optimizerState(StringRef name) const {
-  const Impl &I = *impl;
-  for (auto [i, p] : llvm::enumerate(I.trainable))
-    if (p == name && i < I.state1.size())
-      return {I.state1[i]->f32(), static_cast<size_t>(I.state1[i]->numel)};
-  return {};
+  return floatsOf(impl->trainer.optimizerState(name.str()));
 }
 
 Error Engine::setParameter(StringRef name, llvm::ArrayRef<float> values) {
-  auto it = impl->buffers.find(name);
-  if (it == impl->buffers.end() || it->second->elemBytes != 4)
+  Buffer *b = impl->trainer.buffer(name.str());
+  if (!b || b->elemBytes != 4)
     return err("no f32 parameter named '" + name + "'");
-  if (static_cast<int64_t>(values.size()) != it->second->numel)
-    return err("parameter '" + name + "' has " +
-               llvm::Twine(it->second->numel) + " elements, got " +
-               llvm::Twine(values.size()));
-  std::memcpy(it->second->data, values.data(), values.size() * sizeof(float));
+  if (static_cast<int64_t>(values.size()) != b->numel)
+    return err("parameter '" + name + "' has " + llvm::Twine(b->numel) +
+               " elements, got " + llvm::Twine(values.size()));
+  std::memcpy(b->data, values.data(), values.size() * sizeof(float));
   return Error::success();
 }
 
-std::string Engine::optimizerName() const { return impl->optimizer; }
+std::string Engine::optimizerName() const {
+  return impl->trainer.optimizerConfig().kind;
+}
 
-comet_rt_context *Engine::runtimeContext() const { return impl->rt.get(); }
+comet_rt_context *Engine::runtimeContext() const {
+  return impl->trainer.context();
+}
+
+Trainer &Engine::trainer() const { return impl->trainer; }
+
+ModuleOp Engine::loweredModule(bool eval) const {
+  const OwningOpRef<ModuleOp> &m =
+      eval ? impl->evalLowered : impl->trainLowered;
+  return m ? *m : ModuleOp();
+}
 
 } // namespace comet

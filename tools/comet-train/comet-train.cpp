@@ -6,16 +6,16 @@
 //       --report OUT.json [--max-steps N]
 //
 // Compiles the training graph with comet::Engine, trains, evaluates the eval
-// graph on the test split and writes a JSON report (docs/execution.md).
+// graph on the test split and writes a JSON report (docs/execution.md). The
+// loop, evaluation and report are comet/driver/Training.h's, which comet-run
+// shares for steps compiled ahead of time.
 // --dump-grads runs one training-graph step on given inputs and writes the
 // loss and gradients, for the check against ONNX Runtime.
 //
 //===----------------------------------------------------------------------===//
 #include "comet/Engine/Engine.h"
 #include "comet/Tuner/EngineTuner.h"
-#include "comet/runtime/alloc.h"
-#include "comet/runtime/data.h"
-#include "comet/runtime/handles.h"
+#include "comet/driver/Training.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -25,11 +25,6 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <map>
-#include <unistd.h>
 #include <vector>
 
 using namespace llvm;
@@ -46,12 +41,12 @@ static cl::opt<std::string> optimizerPath(
              "default: built-in SGD with momentum"),
     cl::init(""), cl::cat(cat));
 static cl::opt<DataSource>
-    data("data", cl::desc("Training data"),
-         cl::values(clEnumValN(DataSource::FashionMnist, "fashion-mnist",
-                               "Fashion-MNIST from --data-dir"),
-                    clEnumValN(DataSource::Synthetic, "synthetic",
-                               "seeded synthetic samples")),
-         cl::init(DataSource::FashionMnist), cl::cat(cat));
+    dataSource("data", cl::desc("Training data"),
+               cl::values(clEnumValN(DataSource::FashionMnist, "fashion-mnist",
+                                     "Fashion-MNIST from --data-dir"),
+                          clEnumValN(DataSource::Synthetic, "synthetic",
+                                     "seeded synthetic samples")),
+               cl::init(DataSource::FashionMnist), cl::cat(cat));
 static cl::opt<std::string>
     dataDir("data-dir", cl::desc("Directory of the Fashion-MNIST IDX files"),
             cl::init(COMET_RT_FASHION_MNIST_DIR), cl::cat(cat));
@@ -246,30 +241,6 @@ static int runDumpGrads(comet::Engine &engine) {
   return 0;
 }
 
-/// A dataset and a loader over it.
-struct Data {
-  comet_rt_dataset *ds = nullptr;
-  comet_rt_loader *loader = nullptr;
-  ~Data() {
-    comet_rt_loader_free(loader);
-    comet_rt_dataset_free(ds);
-  }
-};
-
-static json::Array toJson(ArrayRef<int64_t> v) {
-  json::Array a;
-  for (int64_t x : v)
-    a.push_back(x);
-  return a;
-}
-
-static std::string shapeStr(ArrayRef<int64_t> s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? "x" : "") + std::to_string(s[i]);
-  return r;
-}
-
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(cat);
   cl::ParseCommandLineOptions(
@@ -318,59 +289,27 @@ int main(int argc, char **argv) {
   comet::Engine &engine = **engineOr;
 
   // Datasets first (they stay in memory, category other): the memory
-  // figures below leave them out.
-  Data train, test;
-  bool wantEval = !dumpGrads.empty() ? false : evalSamples >= 0;
-  if (dumpGrads.empty()) {
-    int32_t rc;
-    if (data == DataSource::FashionMnist) {
-      rc = comet_rt_dataset_open_fashion_mnist(dataDir.c_str(), 1, &train.ds);
-      if (rc == 0 && wantEval)
-        rc = comet_rt_dataset_open_fashion_mnist(dataDir.c_str(), 0, &test.ds);
-    } else {
-      int64_t c = 1, h = 28, w = 28;
-      if (!syntheticShape.empty() &&
-          sscanf(syntheticShape.c_str(), "%ldx%ldx%ld", &c, &h, &w) != 3)
-        return fail("--synthetic-shape must be CxHxW");
-      rc = comet_rt_dataset_synthetic(syntheticSize, c, h, w, 10, seed,
-                                      &train.ds);
-      if (rc == 0 && wantEval)
-        rc = comet_rt_dataset_synthetic(1000, c, h, w, 10, seed + 1, &test.ds);
-    }
-    if (rc != 0)
-      return fail(Twine("cannot load the ") + wordOf(data) +
-                  " data: " + comet_rt_last_error());
-  }
-  // The datasets live in the default runtime context; the engine counts its
-  // memory in its own, so the figures below leave them out.
-  comet_rt_alloc_stats before;
-  comet_rt_alloc_get_stats(nullptr, &before);
-  int64_t datasetBytes = before.current_total;
+  // figures below leave them out, since they live in the default runtime
+  // context and the engine counts its memory in its own.
+  comet::TrainingData data;
+  comet::DataOptions dataOpts;
+  dataOpts.source = wordOf(dataSource);
+  dataOpts.dataDir = dataDir;
+  dataOpts.syntheticShape = syntheticShape;
+  dataOpts.syntheticSize = syntheticSize;
+  dataOpts.seed = seed;
+  dataOpts.wantEval = dumpGrads.empty() && evalSamples >= 0;
+  if (dumpGrads.empty())
+    if (std::string e = data.open(dataOpts); !e.empty())
+      return fail(e);
 
   if (Error e = engine.compile(opts))
     return fail(std::move(e));
   if (!dumpGrads.empty())
     return runDumpGrads(engine);
-
-  std::vector<int64_t> sample = engine.sampleShape();
-  int64_t dsShape[3];
-  comet_rt_dataset_sample_shape(train.ds, dsShape);
-  if (sample.size() != 3 || sample[0] != dsShape[0] ||
-      sample[1] != dsShape[1] || sample[2] != dsShape[2])
-    return fail("the " + wordOf(data) + " samples are " + shapeStr(dsShape) +
-                " but the model's input takes " + shapeStr(sample) +
-                " per sample");
-  int64_t per = dsShape[0] * dsShape[1] * dsShape[2];
-
-  if (comet_rt_loader_create(train.ds, batch, /*shuffle=*/1, seed,
-                             /*drop_last=*/1, &train.loader) != 0)
-    return fail(Twine("cannot create the loader: ") + comet_rt_last_error());
-  int64_t perEpoch = comet_rt_loader_num_batches(train.loader);
-  if (perEpoch == 0)
-    return fail("the training set has fewer samples than one batch");
-  int64_t total = perEpoch * epochs;
-  if (maxSteps > 0)
-    total = std::min<int64_t>(total, maxSteps);
+  comet::Trainer &trainer = engine.trainer();
+  if (std::string e = data.makeLoader(trainer); !e.empty())
+    return fail(e);
 
   std::unique_ptr<comet::EngineTuner> tuner;
   if (opts.compress == comet::CompressMode::Adaptive) {
@@ -379,72 +318,28 @@ int main(int argc, char **argv) {
       return fail(t.takeError());
     tuner = std::move(*t);
   }
-
-  std::vector<float> images(batch * per);
-  std::vector<int64_t> labels(batch);
-  std::vector<double> losses, stepMs;
-  std::map<int64_t, std::vector<std::pair<int64_t, double>>> ebHistory;
-  bool tty = !quiet && isatty(STDOUT_FILENO);
-  int64_t step = 0;
-  float lastLoss = NAN;
-  for (int64_t ep = 0; ep < epochs && step < total; ++ep) {
-    comet_rt_loader_start_epoch(train.loader, ep);
-    while (step < total && comet_rt_loader_next(train.loader, images.data(),
-                                                labels.data()) == batch) {
-      if (step == 1) // the second step: caches warm, handles in use
-        engine.recordTimelineOfNextStep();
-      auto t0 = std::chrono::steady_clock::now();
-      if (tuner)
-        tuner->beforeStep(step);
-      auto loss = engine.step(images.data(), labels.data());
-      if (tuner && loss)
-        tuner->afterStep(step);
-      auto t1 = std::chrono::steady_clock::now();
-      if (!loss) {
-        if (tty)
-          outs() << "\n";
-        return fail(loss.takeError());
-      }
-      ++step;
-      lastLoss = *loss;
-      losses.push_back(*loss);
-      stepMs.push_back(
-          std::chrono::duration<double, std::milli>(t1 - t0).count());
-      // The bound of every slot, recorded when it changes.
-      comet_rt_context *rt = engine.runtimeContext();
-      for (int64_t s = 0, n = comet_rt_num_sites(rt); s < n; ++s) {
-        comet_rt_site_stats st;
-        if (comet_rt_site_get_stats(rt, s, &st) == 0 && st.slot >= 0) {
-          auto &h = ebHistory[s];
-          if (h.empty() || h.back().second != st.last_eb)
-            h.push_back({step, st.last_eb});
-        }
-      }
-      if (tty && (step % 10 == 0 || step == total)) {
-        int width = 30, done = static_cast<int>(width * step / total);
-        outs() << "\r[" << std::string(done, '=')
-               << std::string(width - done, ' ') << "] epoch " << ep + 1 << "/"
-               << epochs << " step " << step << "/" << total << " loss "
-               << format("%.4f", *loss);
-        outs().flush();
-      }
-    }
+  comet::RunOptions run;
+  run.epochs = epochs;
+  run.maxSteps = maxSteps;
+  run.evalSamples = evalSamples;
+  run.quiet = quiet;
+  if (tuner) {
+    run.beforeStep = [&](int64_t step) { tuner->beforeStep(step); };
+    run.afterStep = [&](int64_t step) { tuner->afterStep(step); };
   }
-  if (tty)
-    outs() << "\n";
+  comet::RunResult result;
+  if (std::string e = comet::trainLoop(trainer, data, run, result); !e.empty())
+    return fail(e);
 
-  // The training run's figures, before the error-model check below runs
-  // measurement steps on the engine (they would overwrite the sites' sizes).
-  comet::EngineStats st = engine.stats();
-
+  // trainLoop took the training run's figures before the error-model check
+  // below runs measurement steps on the engine (they would overwrite the
+  // sites' sizes).
   // The error-model check: the next batch, exact against compressed.
   json::Array errorModel;
   if (!measureErrorModel.empty()) {
-    if (comet_rt_loader_next(train.loader, images.data(), labels.data()) !=
-        batch) {
-      comet_rt_loader_start_epoch(train.loader, epochs);
-      comet_rt_loader_next(train.loader, images.data(), labels.data());
-    }
+    std::vector<float> images(batch * data.sampleElements());
+    std::vector<int64_t> labels(batch);
+    data.nextBatch(images.data(), labels.data(), epochs);
     auto ref = comet::Engine::load(modelPath);
     if (!ref)
       return fail(ref.takeError());
@@ -505,7 +400,7 @@ int main(int argc, char **argv) {
       return fail("cannot write " + measureErrorModel + ": " + ec.message());
     os << formatv("{0:2}",
                   json::Value(json::Object{{"model", modelPath.getValue()},
-                                           {"steps", step},
+                                           {"steps", result.steps},
                                            {"slots", json::Array(errorModel)}}))
        << "\n";
   }
@@ -517,124 +412,58 @@ int main(int argc, char **argv) {
     os << formatv("{0:2}", json::Value(tuner->profile())) << "\n";
   }
 
-  double accuracy = -1, testLoss = 0;
-  if (wantEval && engine.hasEval()) {
-    int64_t n = comet_rt_dataset_size(test.ds);
-    if (evalSamples > 0)
-      n = std::min<int64_t>(n, evalSamples);
-    std::vector<float> ti(n * per);
-    std::vector<int64_t> tl(n);
-    for (int64_t i = 0; i < n; ++i)
-      comet_rt_dataset_get(test.ds, i, ti.data() + i * per, tl.data() + i);
-    int64_t correct = 0;
-    if (Error e = engine.evaluate(ti.data(), tl.data(), n, testLoss, correct))
-      return fail(std::move(e));
-    accuracy = n ? double(correct) / n : 0;
-  }
-
-  std::vector<double> sorted = stepMs;
-  std::sort(sorted.begin(), sorted.end());
-  double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
-  int64_t peak = st.peakBytes;
-  double ratio = st.activationBytesCompressed > 0
-                     ? double(st.activationBytesUncompressed) /
-                           st.activationBytesCompressed
-                     : 0;
-
-  if (!quiet) {
-    outs() << format("steps %ld  final loss %.4f  median step %.2f ms\n", step,
-                     lastLoss, median);
-    if (accuracy >= 0)
-      outs() << format("test accuracy %.4f  test loss %.4f\n", accuracy,
-                       testLoss);
-    outs() << format("peak %ld B (tensors %ld B, predicted %ld B)  "
-                     "activations %ld -> %ld B (%.2fx)\n",
-                     peak, st.tensorPeakBytes, st.predictedPeakBytes,
-                     st.activationBytesUncompressed,
-                     st.activationBytesCompressed, ratio);
-  }
+  outs().flush();
+  if (std::string e = comet::evaluateTestSet(trainer, data, run, result);
+      !e.empty())
+    return fail(e);
+  if (!quiet)
+    comet::printSummary(result);
 
   if (!reportPath.empty()) {
-    json::Array slots;
-    for (auto [i, s] : llvm::enumerate(st.sites)) {
-      json::Array hist;
-      for (auto [at, eb] : ebHistory[i])
-        hist.push_back(json::Object{{"step", at}, {"eb", eb}});
-      json::Object o{{"site", int64_t(i)},
-                     {"value", s.value},
-                     {"codec", s.codec},
-                     {"bytes_uncompressed", s.bytesIn},
-                     {"bytes_compressed", s.bytesOut},
-                     {"ratio", s.ratio},
-                     {"eb_history", std::move(hist)}};
-      if (s.slot >= 0)
-        o["slot"] = s.slot;
-      else
-        o["slot"] = nullptr;
-      if (tuner && s.slot >= 0)
-        for (auto &kv : tuner->slotReport(s.slot))
-          o[kv.first] = std::move(kv.second);
-      slots.push_back(std::move(o));
+    comet::ReportInfo info;
+    info.model = modelPath;
+    info.device = wordOf(device);
+    info.compress = wordOf(compress);
+    info.optimizer = engine.optimizerName();
+    info.data = wordOf(dataSource);
+    info.epochs = epochs;
+    info.batch = batch;
+    info.datasetBytes = data.datasetBytes();
+    std::string text = comet::reportJson(info, result);
+    if (tuner || !measureErrorModel.empty()) {
+      // The shared report, with what only comet-train knows added.
+      Expected<json::Value> v = json::parse(text);
+      if (!v)
+        return fail(v.takeError());
+      json::Object &report = *v->getAsObject();
+      if (tuner) {
+        json::Array &slots = *report.getArray("slots");
+        for (auto [i, s] : llvm::enumerate(result.stats.sites))
+          if (s.slot >= 0)
+            for (auto &kv : tuner->slotReport(s.slot))
+              (*slots[i].getAsObject())[kv.first] = std::move(kv.second);
+        const comet::tuner::TunerOptions &to = tuner->tuner().options();
+        report["tuner"] =
+            json::Object{{"rule", comet::tuner::ruleName(to.rule)},
+                         {"k", to.sigmaFactor},
+                         {"grad_magnitude",
+                          comet::tuner::gradMagnitudeName(to.gradMagnitude)},
+                         {"acgc_e", to.acgcEnergy},
+                         {"retune_interval", to.retuneInterval},
+                         {"stats_interval", to.statsInterval},
+                         {"window", to.window},
+                         {"eb_min", to.minEb},
+                         {"eb_max", to.maxEb},
+                         {"relative_range", to.relativeRange},
+                         {"retunes", tuner->tuner().numRetunes()}};
+      }
+      if (!measureErrorModel.empty())
+        report["error_model"] = std::move(errorModel);
+      text = formatv("{0:2}", *v).str() + "\n";
     }
-    json::Object categories;
-    for (const comet::CategoryBytes &c : st.categories)
-      categories[c.name] = json::Object{
-          {"peak", c.peak}, {"at_peak", c.atPeak}, {"current", c.current}};
-    json::Array lossHist;
-    for (double l : losses)
-      lossHist.push_back(l);
-    json::Object report{
-        {"model", modelPath.getValue()},
-        {"device", wordOf(device)},
-        {"compress", wordOf(compress)},
-        {"optimizer", engine.optimizerName()},
-        {"data", wordOf(data)},
-        {"epochs", epochs.getValue()},
-        {"batch", batch.getValue()},
-        {"steps", step},
-        {"final_loss", lastLoss},
-        {"test_accuracy", accuracy >= 0 ? json::Value(accuracy) : nullptr},
-        {"test_loss", accuracy >= 0 ? json::Value(testLoss) : nullptr},
-        {"peak_bytes", peak},
-        {"predicted_peak_bytes", st.predictedPeakBytes},
-        {"tensor_peak_bytes", st.tensorPeakBytes},
-        {"workspace_peak_bytes", st.categories[COMET_RT_MEM_WORKSPACE].peak},
-        {"dataset_bytes", datasetBytes},
-        {"activation_bytes_uncompressed", st.activationBytesUncompressed},
-        {"activation_bytes_compressed", st.activationBytesCompressed},
-        {"compression_ratio", ratio},
-        {"step_time_ms_median", median},
-        {"categories", std::move(categories)},
-        {"loss_history", std::move(lossHist)},
-        {"memory_timeline", toJson(st.measuredTimeline)},
-        {"predicted_timeline", toJson(st.predictedTimeline)},
-        {"slots", std::move(slots)},
-    };
-    if (tuner) {
-      const comet::tuner::TunerOptions &to = tuner->tuner().options();
-      report["tuner"] = json::Object{
-          {"rule", comet::tuner::ruleName(to.rule)},
-          {"k", to.sigmaFactor},
-          {"grad_magnitude", comet::tuner::gradMagnitudeName(to.gradMagnitude)},
-          {"acgc_e", to.acgcEnergy},
-          {"retune_interval", to.retuneInterval},
-          {"stats_interval", to.statsInterval},
-          {"window", to.window},
-          {"eb_min", to.minEb},
-          {"eb_max", to.maxEb},
-          {"relative_range", to.relativeRange},
-          {"retunes", tuner->tuner().numRetunes()}};
-    }
-    if (!measureErrorModel.empty())
-      report["error_model"] = std::move(errorModel);
-    // writeToOutput goes through a temporary file that it renames on
-    // success, so a failed write leaves no half-written report.
-    json::Value v(std::move(report));
-    if (Error e = writeToOutput(reportPath, [&](raw_ostream &os) {
-          os << formatv("{0:2}", v) << "\n";
-          return Error::success();
-        }))
-      return fail("cannot write " + reportPath + ": " + toString(std::move(e)));
+    if (std::string e = comet::writeFileAtomically(reportPath, text);
+        !e.empty())
+      return fail(e);
   }
   return 0;
 }

@@ -21,6 +21,7 @@
 #ifndef COMET_ENGINE_ENGINE_H
 #define COMET_ENGINE_ENGINE_H
 
+#include "comet/driver/Trainer.h"
 #include "comet/runtime/context.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -31,6 +32,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
 
 namespace comet {
 
@@ -62,63 +67,10 @@ struct EngineOptions {
   unsigned optLevel = 2;
   /// When set, the lowered IR (after comet-lower-to-runtime) is written here.
   std::string dumpLoweredIRPath;
-};
-
-/// Bytes of one allocator category (comet_rt_alloc_category order).
-struct CategoryBytes {
-  std::string name;
-  int64_t current = 0;
-  int64_t peak = 0;
-  /// At the instant of the global peak.
-  int64_t atPeak = 0;
-};
-
-/// An op that forms a weight gradient from a lossy slot's activation, as
-/// compress-activations records it (comet.tune), for the bound tuner.
-struct SlotConsumer {
-  std::string kind; ///< conv | gemm | batchnorm
-  double numTerms = 1, reuse = 1, activationElements = 1;
-  std::string param; ///< the parameter whose gradient it forms
-};
-
-/// One comet.compress of the training graph (a "site").
-struct SiteStats {
-  std::string value; ///< ONNX name of the compressed tensor
-  std::string codec; ///< sz | mask | raw
-  int64_t slot = -1; ///< tuning slot of a lossy bound, -1 if none
-  double eb = 0;     ///< bound of the latest compression (0 for lossless)
-  int64_t bytesIn = 0, bytesOut = 0; ///< of the latest compression
-  double ratio = 0;
-  int64_t calls = 0;
-  std::vector<SlotConsumer> consumers; ///< lossy slots only
-};
-
-struct EngineStats {
-  std::vector<CategoryBytes> categories;
-  /// The allocator's peak over all categories since the last resetPeaks().
-  int64_t peakBytes = 0;
-  /// The peak of the graph's tensors alone (the Engine's buffers, the JIT
-  /// code's allocations and the compressed handles, sized by the
-  /// allocator), without kernel scratchpads: what the prediction models.
-  /// Process-wide, like the allocator's counters.
-  int64_t tensorPeakBytes = 0;
-  /// The ActivationLiveness peak of the lowered training graph plus the
-  /// buffers the graph does not see (optimizer state).
-  int64_t predictedPeakBytes = 0;
-  /// The activations that compress-activations keeps compressed (with
-  /// compression off: the candidates it would compress), raw bytes.
-  int64_t activationBytesUncompressed = 0;
-  /// The same activations as stored: handle bytes of the latest step.
-  int64_t activationBytesCompressed = 0;
-  /// Activation (+ compressed) bytes the analysis predicts at its peak.
-  int64_t predictedActivationBytesAtPeak = 0;
-  std::vector<SiteStats> sites;
-  int64_t steps = 0;
-  /// Tensor bytes after each op of the training graph, as predicted.
-  std::vector<int64_t> predictedTimeline;
-  /// Tensor bytes after each allocation/free of the recorded step (see
-  /// recordTimelineOfNextStep), as measured; empty if none was recorded.
-  std::vector<int64_t> measuredTimeline;
+  /// JIT-compile the lowered graphs. Off (comet-compile, which emits them
+  /// ahead of time): compile() lowers them and binds the buffers, but
+  /// step() and evaluate() fail.
+  bool jit = true;
 };
 
 class Engine {
@@ -178,6 +130,14 @@ public:
   /// sites, tuner statistics and memory accounting, for the bound tuner and
   /// for reports. Owned by the engine.
   comet_rt_context *runtimeContext() const;
+
+  /// The buffers, optimizer and statistics of the compiled graph
+  /// (comet/driver/Trainer.h), which the training loop drives.
+  Trainer &trainer() const;
+
+  /// The training graph (or the eval graph) lowered to the LLVM dialect
+  /// by compile(); null before compile() or without an eval graph.
+  mlir::ModuleOp loweredModule(bool eval = false) const;
 
   struct Impl;
 

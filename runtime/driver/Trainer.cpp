@@ -1,0 +1,422 @@
+//===- Trainer.cpp - A compiled training step's buffers and optimizer -----===//
+//
+// Binds the arguments of a compiled training graph, runs it and the
+// optimizer, evaluates the eval graph and gathers the statistics, for
+// comet::Engine (JIT) and comet-run (ahead of time) alike.
+//
+//===----------------------------------------------------------------------===//
+#include "comet/driver/Trainer.h"
+
+#include "comet/runtime/exec.h"
+#include "comet/runtime/handles.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace comet {
+
+bool Buffer::allocate(comet_rt_context *ctx) {
+  numel = 1;
+  for (int64_t d : shape)
+    numel *= d;
+  data = comet_rt_alloc_zeroed(ctx, numel * elemBytes, category);
+  if (!data)
+    return false;
+  int64_t rank = shape.size();
+  desc.assign(3 + 2 * rank, 0);
+  desc[0] = desc[1] = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
+  int64_t stride = 1;
+  for (int64_t i = rank - 1; i >= 0; --i) {
+    desc[3 + i] = shape[i];
+    desc[3 + rank + i] = stride;
+    stride *= shape[i];
+  }
+  unranked = {rank, desc.data()};
+  return true;
+}
+
+std::string Entry::invoke(comet_rt_context *ctx,
+                          const std::vector<Buffer *> &buffers) const {
+  if (!packed)
+    return "@" + funcName + " was not compiled to run";
+  // The packed arguments: the context, each buffer's descriptor, the status.
+  std::vector<void *> descPtrs(buffers.size());
+  std::vector<void *> args(buffers.size() + 2);
+  args[0] = &ctx;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    descPtrs[i] = buffers[i]->desc.data();
+    args[i + 1] = &descPtrs[i];
+  }
+  int32_t rc = 0;
+  args.back() = &rc;
+  packed(args.data());
+  if (rc == 0)
+    return "";
+  std::string msg = comet_rt_handles_last_error();
+  if (msg.empty())
+    msg = comet_rt_last_error();
+  return "runtime error " + std::to_string(rc) + " in @" + funcName + ": " +
+         msg;
+}
+
+Trainer::Trainer() : rt(comet_rt_context_create(), comet_rt_context_destroy) {}
+
+Trainer::~Trainer() = default;
+
+Buffer *Trainer::newBuffer(const std::string &name,
+                           const std::vector<int64_t> &shape, size_t elemBytes,
+                           int32_t category) {
+  auto b = std::make_unique<Buffer>();
+  b->name = name;
+  b->shape = shape;
+  b->elemBytes = elemBytes;
+  b->category = category;
+  if (!b->allocate(rt.get()))
+    return nullptr;
+  Buffer *p = b.get();
+  buffers[name] = std::move(b);
+  return p;
+}
+
+Buffer *Trainer::buffer(const std::string &name) const {
+  auto it = buffers.find(name);
+  return it == buffers.end() ? nullptr : it->second.get();
+}
+
+Buffer *Trainer::gradient(const std::string &param) const {
+  auto it = gradOf.find(param);
+  return it == gradOf.end() ? nullptr : buffer(it->second);
+}
+
+Buffer *Trainer::optimizerState(const std::string &param) const {
+  for (size_t i = 0; i < trainable.size() && i < state1.size(); ++i)
+    if (trainable[i] == param)
+      return state1[i].get();
+  return nullptr;
+}
+
+int64_t Trainer::batchSize() const {
+  return input && !input->shape.empty() ? input->shape[0] : 0;
+}
+
+std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights) {
+  train = std::move(entry);
+  static const std::string gradSuffix = "_grad.accumulation.buffer";
+  // First pass: gradient buffers name their parameters.
+  for (const ArgInfo &a : train.args) {
+    size_t pos = a.name.find(gradSuffix);
+    if (pos != std::string::npos)
+      gradOf[a.name.substr(0, pos)] = a.name;
+  }
+  for (size_t i = 0; i < train.args.size(); ++i) {
+    const ArgInfo &a = train.args[i];
+    std::string name = a.isResult ? "result:" + std::to_string(i) : a.name;
+    if (name.empty())
+      return "argument " + std::to_string(i) +
+             " of the training graph has no onnx.name";
+    int32_t cat = COMET_RT_MEM_OTHER;
+    bool isParam = false;
+    if (a.isResult || name == "input" || name == "labels" ||
+        name == "lazy_reset_grad" || a.elemBytes != 4) {
+      cat = COMET_RT_MEM_OTHER;
+    } else if (name.find(gradSuffix) != std::string::npos) {
+      cat = COMET_RT_MEM_GRADS;
+    } else {
+      cat = COMET_RT_MEM_PARAMS;
+      isParam = true;
+    }
+    if (i == 0 && !a.isResult) {
+      if (a.shape.size() < 2)
+        return "the first input of the training graph must be a batch of "
+               "samples";
+      sample.assign(a.shape.begin() + 1, a.shape.end());
+    }
+    Buffer *b = newBuffer(name, a.shape, a.elemBytes, cat);
+    if (!b)
+      return "out of memory allocating " + name;
+    trainArgs.push_back(b);
+    if (isParam) {
+      const void *data = nullptr;
+      size_t bytes = 0;
+      if (!weights(name, data, bytes))
+        return "no initial value for parameter '" + name +
+               "' in the weights file";
+      if (bytes != b->bytes())
+        return "initializer '" + name + "' has " + std::to_string(bytes) +
+               " bytes, the graph wants " + std::to_string(b->bytes());
+      std::memcpy(b->data, data, bytes);
+      if (gradOf.count(name))
+        trainable.push_back(name);
+    }
+  }
+  if (trainArgs.empty())
+    return "the training graph has no arguments";
+  // Inputs by position: input, labels; then by name.
+  input = trainArgs[0];
+  if (trainArgs.size() < 2 || trainArgs[1]->elemBytes != 8)
+    return "the second input of the training graph must be the int64 labels";
+  labels = trainArgs[1];
+  lazyReset = buffer("lazy_reset_grad");
+  for (size_t i = 0; i < train.args.size(); ++i)
+    if (train.args[i].isResult) {
+      loss = trainArgs[i];
+      break;
+    }
+  if (!loss || loss->numel != 1 || loss->elemBytes != 4)
+    return "the first result of the training graph must be the loss";
+  return "";
+}
+
+std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
+  optimizer = config;
+  lrBuf = std::make_unique<Buffer>();
+  lrBuf->shape = {1};
+  lrBuf->category = COMET_RT_MEM_OTHER;
+  stepBuf = std::make_unique<Buffer>();
+  stepBuf->shape = {1};
+  stepBuf->elemBytes = 8;
+  if (!lrBuf->allocate(rt.get()) || !stepBuf->allocate(rt.get()))
+    return "out of memory";
+  lrBuf->f32()[0] = optimizer.learningRate;
+  stateBytes += lrBuf->bytes() + stepBuf->bytes();
+  int nState = optimizer.kind == "AdamWOptimizer"         ? 2
+               : optimizer.kind == "builtin-sgd-momentum" ? 1
+                                                          : 0;
+  for (const std::string &p : trainable) {
+    Buffer *w = buffers[p].get();
+    for (int k = 0; k < nState; ++k) {
+      auto s = std::make_unique<Buffer>();
+      s->name = p + (k == 0 ? ".momentum1" : ".momentum2");
+      s->shape = w->shape;
+      s->category = COMET_RT_MEM_OPTIMIZER_STATE;
+      if (!s->allocate(rt.get()))
+        return "out of memory";
+      stateBytes += s->bytes();
+      (k == 0 ? state1 : state2).push_back(std::move(s));
+    }
+  }
+  return "";
+}
+
+std::string Trainer::runOptimizer() {
+  ++steps;
+  reinterpret_cast<int64_t *>(stepBuf->data)[0] = steps;
+  const OptimizerConfig &o = optimizer;
+  for (size_t i = 0; i < trainable.size(); ++i) {
+    const std::string &p = trainable[i];
+    Buffer *w = buffers[p].get();
+    Buffer *g = buffers[gradOf[p]].get();
+    int32_t rc;
+    if (o.kind == "AdamWOptimizer") {
+      rc = _mlir_ciface_comet_rt_adamw(
+          rt.get(), &lrBuf->unranked, &stepBuf->unranked, &w->unranked,
+          &g->unranked, &state1[i]->unranked, &state2[i]->unranked, nullptr,
+          nullptr, o.adamAlpha, o.adamBeta, o.adamEps, o.adamWeightDecay,
+          o.adamMode, o.adamCorrectBias);
+    } else if (o.kind == "SGDOptimizerV2") {
+      rc =
+          _mlir_ciface_comet_rt_sgd_v2(rt.get(), &lrBuf->unranked, &w->unranked,
+                                       &g->unranked, nullptr, nullptr);
+    } else {
+      rc = _mlir_ciface_comet_rt_sgd_momentum(
+          rt.get(), &lrBuf->unranked, &w->unranked, &g->unranked,
+          &state1[i]->unranked, o.momentum, o.weightDecay, 0);
+    }
+    if (rc != 0)
+      return "optimizer " + o.kind + " failed on " + p + ": " +
+             comet_rt_last_error();
+  }
+  return "";
+}
+
+void Trainer::bindEval(Entry entry) { eval = std::move(entry); }
+
+std::string Trainer::computeGradients(const float *images, const int64_t *lab,
+                                      float &lossOut) {
+  if (!loss)
+    return "the training graph is not bound";
+  std::memcpy(input->data, images, input->bytes());
+  std::memcpy(labels->data, lab, labels->bytes());
+  if (lazyReset)
+    static_cast<uint8_t *>(lazyReset->data)[0] = 1;
+  if (recordNext)
+    comet_rt_alloc_record_timeline(rt.get(), 1);
+  std::string e = train.invoke(rt.get(), trainArgs);
+  if (recordNext) {
+    comet_rt_alloc_record_timeline(rt.get(), 0);
+    timeline.resize(comet_rt_alloc_timeline(rt.get(), nullptr, 0));
+    comet_rt_alloc_timeline(rt.get(), timeline.data(), timeline.size());
+    recordNext = false;
+  }
+  if (!e.empty())
+    return e;
+  lossOut = loss->f32()[0];
+  return "";
+}
+
+std::string Trainer::step(const float *images, const int64_t *lab,
+                          float &lossOut) {
+  std::string e = computeGradients(images, lab, lossOut);
+  if (!e.empty())
+    return e;
+  if (!std::isfinite(lossOut))
+    return std::string("the loss is ") + (std::isnan(lossOut) ? "NaN" : "Inf") +
+           " at step " + std::to_string(steps + 1) + "; training stopped";
+  return runOptimizer();
+}
+
+std::string Trainer::evaluate(const float *images, const int64_t *lab,
+                              int64_t n, double &meanLoss,
+                              int64_t &numCorrect) {
+  if (!hasEval())
+    return "no eval graph was compiled";
+  // The eval graph's last out argument is the logits. Eval buffers live
+  // only during the evaluation, so that they do not count in the training
+  // step's memory.
+  std::vector<std::unique_ptr<Buffer>> own;
+  std::vector<Buffer *> args;
+  Buffer *in = nullptr, *labBuf = nullptr, *logits = nullptr;
+  for (const ArgInfo &a : eval.args) {
+    Buffer *shared = a.isResult || a.name == "input" || a.name == "labels"
+                         ? nullptr
+                         : buffer(a.name);
+    if (shared) {
+      args.push_back(shared);
+      continue;
+    }
+    if (!a.isResult && a.name != "input" && a.name != "labels")
+      return "eval graph input '" + a.name +
+             "' is not a parameter of the training graph";
+    auto b = std::make_unique<Buffer>();
+    b->name = a.name;
+    b->shape = a.shape;
+    b->elemBytes = a.elemBytes;
+    b->category = COMET_RT_MEM_OTHER;
+    if (!b->allocate(rt.get()))
+      return "out of memory";
+    if (a.name == "input")
+      in = b.get();
+    else if (a.name == "labels")
+      labBuf = b.get();
+    args.push_back(b.get());
+    own.push_back(std::move(b));
+  }
+  logits = args.empty() ? nullptr : args.back();
+  if (!in || !labBuf || !logits || logits->shape.size() != 2)
+    return "the eval graph needs input, labels and 2-D logits";
+  int64_t B = batchSize(), classes = logits->shape[1];
+  int64_t per = in->numel / B;
+  double lossSum = 0;
+  numCorrect = 0;
+  for (int64_t start = 0; start < n; start += B) {
+    int64_t m = std::min(B, n - start);
+    std::memset(in->data, 0, in->bytes());
+    std::memset(labBuf->data, 0, labBuf->bytes());
+    std::memcpy(in->data, images + start * per, m * per * sizeof(float));
+    std::memcpy(labBuf->data, lab + start, m * sizeof(int64_t));
+    std::string e = eval.invoke(rt.get(), args);
+    if (!e.empty())
+      return e;
+    const float *z = logits->f32();
+    for (int64_t r = 0; r < m; ++r) {
+      const float *row = z + r * classes;
+      int64_t best = 0;
+      float mx = row[0];
+      for (int64_t c = 1; c < classes; ++c)
+        if (row[c] > mx) {
+          mx = row[c];
+          best = c;
+        }
+      double s = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        s += std::exp(double(row[c]) - mx);
+      int64_t y = lab[start + r];
+      if (y >= 0 && y < classes)
+        lossSum += std::log(s) + mx - row[y];
+      numCorrect += best == y;
+    }
+  }
+  meanLoss = n > 0 ? lossSum / n : 0;
+  return "";
+}
+
+void Trainer::resetPeaks() { comet_rt_alloc_reset_peaks(rt.get()); }
+
+EngineStats Trainer::stats() const {
+  EngineStats s;
+  comet_rt_alloc_stats a;
+  comet_rt_alloc_get_stats(rt.get(), &a);
+  for (int c = 0; c < COMET_RT_MEM_NUM_CATEGORIES; ++c)
+    s.categories.push_back({comet_rt_alloc_category_name(c), a.current[c],
+                            a.peak[c], a.at_peak[c]});
+  s.peakBytes = a.peak_total;
+  s.tensorPeakBytes = a.tensor_peak;
+  s.steps = steps;
+  // Measured sz ratio calibrates the analysis's estimate of sz handles.
+  int64_t szIn = 0, szOut = 0;
+  for (size_t i = 0; i < siteInfo.size(); ++i) {
+    const SiteStats &info = siteInfo[i];
+    SiteStats st = info;
+    comet_rt_site_stats rs;
+    if (comet_rt_site_get_stats(rt.get(), i, &rs) == 0 && rs.calls > 0) {
+      st.bytesIn = rs.last_bytes_in;
+      st.bytesOut = rs.last_bytes_out;
+      st.eb = rs.last_eb;
+      st.calls = rs.calls;
+      st.ratio = rs.last_bytes_out > 0
+                     ? double(rs.last_bytes_in) / rs.last_bytes_out
+                     : 0;
+      if (info.codec == "sz") {
+        szIn += rs.last_bytes_in;
+        szOut += rs.last_bytes_out;
+      }
+    }
+    s.activationBytesUncompressed += st.bytesIn;
+    s.activationBytesCompressed += st.bytesOut;
+    s.sites.push_back(st);
+  }
+  if (siteInfo.empty()) {
+    s.activationBytesUncompressed = prediction.candidateBytes;
+    s.activationBytesCompressed = prediction.candidateBytes;
+  }
+  if (!prediction.valid)
+    return s;
+  s.measuredTimeline = timeline;
+  s.predictedPeakBytes = stateBytes;
+  if (szOut > 0)
+    szRatio = double(szIn) / szOut;
+  // A sweep over difference arrays: O(#steps + #intervals).
+  int64_t n = prediction.numSteps;
+  if (n <= 0)
+    return s;
+  std::vector<int64_t> dTotal(n + 1, 0), dAct(n + 1, 0);
+  for (const MemoryPrediction::Interval &iv : prediction.intervals) {
+    int64_t bytes = iv.bytes;
+    if (iv.szTensorBytes > 0 && szRatio > 0)
+      bytes = static_cast<int64_t>(std::ceil(iv.szTensorBytes / szRatio));
+    int64_t b = std::clamp<int64_t>(iv.start, 0, n - 1);
+    int64_t e = std::clamp<int64_t>(iv.end, b, n - 1);
+    dTotal[b] += bytes;
+    dTotal[e + 1] -= bytes;
+    if (iv.activation) {
+      dAct[b] += bytes;
+      dAct[e + 1] -= bytes;
+    }
+  }
+  int64_t total = 0, act = 0, peak = 0, actAtPeak = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    total += dTotal[t];
+    act += dAct[t];
+    s.predictedTimeline.push_back(total + stateBytes);
+    if (total > peak || t == 0) {
+      peak = total;
+      actAtPeak = act;
+    }
+  }
+  s.predictedPeakBytes = peak + stateBytes;
+  s.predictedActivationBytesAtPeak = actAtPeak;
+  return s;
+}
+
+} // namespace comet

@@ -1,0 +1,392 @@
+//===- Training.cpp - The training loop and report of the drivers ---------===//
+//
+// comet-train (JIT) and comet-run (ahead of time) train through these, so
+// that the two give the same losses and write the same report.
+//
+//===----------------------------------------------------------------------===//
+#include "comet/driver/Training.h"
+
+#include "comet/runtime/handles.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <unistd.h>
+
+namespace comet {
+
+TrainingData::~TrainingData() {
+  comet_rt_loader_free(loader);
+  comet_rt_dataset_free(test);
+  comet_rt_dataset_free(train);
+}
+
+std::string TrainingData::open(const DataOptions &options) {
+  opts = options;
+  int32_t rc;
+  if (opts.source == "fashion-mnist") {
+    rc = comet_rt_dataset_open_fashion_mnist(opts.dataDir.c_str(), 1, &train);
+    if (rc == 0 && opts.wantEval)
+      rc = comet_rt_dataset_open_fashion_mnist(opts.dataDir.c_str(), 0, &test);
+  } else if (opts.source == "synthetic") {
+    int64_t c = 1, h = 28, w = 28;
+    if (!opts.syntheticShape.empty() &&
+        sscanf(opts.syntheticShape.c_str(), "%" SCNd64 "x%" SCNd64 "x%" SCNd64,
+               &c, &h, &w) != 3)
+      return "--synthetic-shape must be CxHxW";
+    rc = comet_rt_dataset_synthetic(opts.syntheticSize, c, h, w, 10, opts.seed,
+                                    &train);
+    if (rc == 0 && opts.wantEval)
+      rc = comet_rt_dataset_synthetic(1000, c, h, w, 10, opts.seed + 1, &test);
+  } else {
+    return "unknown data source '" + opts.source + "'";
+  }
+  if (rc != 0)
+    return "cannot load the " + opts.source + " data: " + comet_rt_last_error();
+  comet_rt_alloc_stats st;
+  comet_rt_alloc_get_stats(nullptr, &st);
+  bytes = st.current_total;
+  return "";
+}
+
+static std::string shapeStr(const int64_t *s, size_t n) {
+  std::string r;
+  for (size_t i = 0; i < n; ++i)
+    r += (i ? "x" : "") + std::to_string(s[i]);
+  return r;
+}
+
+std::string TrainingData::makeLoader(const Trainer &trainer) {
+  const std::vector<int64_t> &sample = trainer.sampleShape();
+  int64_t ds[3];
+  comet_rt_dataset_sample_shape(train, ds);
+  if (sample.size() != 3 || sample[0] != ds[0] || sample[1] != ds[1] ||
+      sample[2] != ds[2])
+    return "the " + opts.source + " samples are " + shapeStr(ds, 3) +
+           " but the model's input takes " +
+           shapeStr(sample.data(), sample.size()) + " per sample";
+  perSample = ds[0] * ds[1] * ds[2];
+  batch = trainer.batchSize();
+  if (comet_rt_loader_create(train, batch, /*shuffle=*/1, opts.seed,
+                             /*drop_last=*/1, &loader) != 0)
+    return std::string("cannot create the loader: ") + comet_rt_last_error();
+  if (comet_rt_loader_num_batches(loader) == 0)
+    return "the training set has fewer samples than one batch";
+  return "";
+}
+
+bool TrainingData::nextBatch(float *images, int64_t *labels, int64_t epoch) {
+  if (comet_rt_loader_next(loader, images, labels) == batch)
+    return true;
+  comet_rt_loader_start_epoch(loader, epoch);
+  return comet_rt_loader_next(loader, images, labels) == batch;
+}
+
+std::string trainLoop(Trainer &trainer, TrainingData &data,
+                      const RunOptions &options, RunResult &r) {
+  int64_t batch = data.samplesPerBatch();
+  int64_t total = comet_rt_loader_num_batches(data.loader) * options.epochs;
+  if (options.maxSteps > 0)
+    total = std::min<int64_t>(total, options.maxSteps);
+  std::vector<float> images(batch * data.sampleElements());
+  std::vector<int64_t> labels(batch);
+  bool tty = !options.quiet && isatty(STDOUT_FILENO);
+  comet_rt_context *rt = trainer.context();
+  r.lastLoss = NAN;
+  for (int64_t ep = 0; ep < options.epochs && r.steps < total; ++ep) {
+    comet_rt_loader_start_epoch(data.loader, ep);
+    while (r.steps < total && comet_rt_loader_next(data.loader, images.data(),
+                                                   labels.data()) == batch) {
+      if (r.steps == 1) // the second step: caches warm, handles in use
+        trainer.recordTimelineOfNextStep();
+      auto t0 = std::chrono::steady_clock::now();
+      if (options.beforeStep)
+        options.beforeStep(r.steps);
+      float loss = 0;
+      std::string e = trainer.step(images.data(), labels.data(), loss);
+      if (e.empty() && options.afterStep)
+        options.afterStep(r.steps);
+      auto t1 = std::chrono::steady_clock::now();
+      if (!e.empty()) {
+        if (tty)
+          printf("\n");
+        return e;
+      }
+      ++r.steps;
+      r.lastLoss = loss;
+      r.losses.push_back(loss);
+      r.stepMs.push_back(
+          std::chrono::duration<double, std::milli>(t1 - t0).count());
+      // The bound of every slot, recorded when it changes.
+      for (int64_t s = 0, n = comet_rt_num_sites(rt); s < n; ++s) {
+        comet_rt_site_stats st;
+        if (comet_rt_site_get_stats(rt, s, &st) == 0 && st.slot >= 0) {
+          auto &h = r.ebHistory[s];
+          if (h.empty() || h.back().second != st.last_eb)
+            h.push_back({r.steps, st.last_eb});
+        }
+      }
+      if (tty && (r.steps % 10 == 0 || r.steps == total)) {
+        int width = 30, done = static_cast<int>(width * r.steps / total);
+        printf("\r[%s%s] epoch %" PRId64 "/%" PRId64 " step %" PRId64
+               "/%" PRId64 " loss %.4f",
+               std::string(done, '=').c_str(),
+               std::string(width - done, ' ').c_str(), ep + 1, options.epochs,
+               r.steps, total, loss);
+        fflush(stdout);
+      }
+    }
+  }
+  if (tty)
+    printf("\n");
+  r.stats = trainer.stats();
+  return "";
+}
+
+std::string evaluateTestSet(Trainer &trainer, TrainingData &data,
+                            const RunOptions &options, RunResult &r) {
+  if (options.evalSamples < 0 || !data.test || !trainer.hasEval())
+    return "";
+  int64_t n = comet_rt_dataset_size(data.test);
+  if (options.evalSamples > 0)
+    n = std::min<int64_t>(n, options.evalSamples);
+  int64_t per = data.sampleElements();
+  std::vector<float> ti(n * per);
+  std::vector<int64_t> tl(n);
+  for (int64_t i = 0; i < n; ++i)
+    comet_rt_dataset_get(data.test, i, ti.data() + i * per, tl.data() + i);
+  int64_t correct = 0;
+  std::string e =
+      trainer.evaluate(ti.data(), tl.data(), n, r.testLoss, correct);
+  if (!e.empty())
+    return e;
+  r.accuracy = n ? double(correct) / n : 0;
+  return "";
+}
+
+static double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+static double ratioOf(const EngineStats &s) {
+  return s.activationBytesCompressed > 0
+             ? double(s.activationBytesUncompressed) /
+                   s.activationBytesCompressed
+             : 0;
+}
+
+void printSummary(const RunResult &r) {
+  const EngineStats &st = r.stats;
+  printf("steps %" PRId64 "  final loss %.4f  median step %.2f ms\n", r.steps,
+         r.lastLoss, medianOf(r.stepMs));
+  if (r.accuracy >= 0)
+    printf("test accuracy %.4f  test loss %.4f\n", r.accuracy, r.testLoss);
+  printf("peak %" PRId64 " B (tensors %" PRId64 " B, predicted %" PRId64
+         " B)  activations %" PRId64 " -> %" PRId64 " B (%.2fx)\n",
+         st.peakBytes, st.tensorPeakBytes, st.predictedPeakBytes,
+         st.activationBytesUncompressed, st.activationBytesCompressed,
+         ratioOf(st));
+  fflush(stdout);
+}
+
+namespace {
+
+/// Writes JSON text indented by two spaces. The drivers link no LLVM, so
+/// llvm::json is not at hand; the report needs only this much of it.
+class JsonWriter {
+public:
+  explicit JsonWriter(std::string &out) : out(out) {}
+
+  void objectBegin() { open('{'); }
+  void objectEnd() { close('}'); }
+  void arrayBegin() { open('['); }
+  void arrayEnd() { close(']'); }
+  void key(const std::string &k) {
+    separate();
+    string(k);
+    out += ": ";
+    afterKey = true;
+  }
+  void value(int64_t v) {
+    separate();
+    out += std::to_string(v);
+  }
+  void value(double v) {
+    separate();
+    if (!std::isfinite(v)) {
+      out += "null";
+      return;
+    }
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%.17g", v);
+    out += buf;
+  }
+  void value(const std::string &v) {
+    separate();
+    string(v);
+  }
+  void null() {
+    separate();
+    out += "null";
+  }
+  template <typename T> void member(const std::string &k, const T &v) {
+    key(k);
+    value(v);
+  }
+  void array(const std::string &k, const std::vector<int64_t> &v) {
+    key(k);
+    arrayBegin();
+    for (int64_t x : v)
+      value(x);
+    arrayEnd();
+  }
+
+private:
+  void open(char c) {
+    separate();
+    out += c;
+    first.push_back(true);
+  }
+  void close(char c) {
+    bool empty = first.back();
+    first.pop_back();
+    if (!empty)
+      newline();
+    out += c;
+  }
+  void separate() {
+    if (afterKey) {
+      afterKey = false;
+      return;
+    }
+    if (first.empty())
+      return;
+    if (!first.back())
+      out += ',';
+    first.back() = false;
+    newline();
+  }
+  void newline() {
+    out += '\n';
+    out.append(2 * first.size(), ' ');
+  }
+  void string(const std::string &s) {
+    out += '"';
+    for (unsigned char c : s) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (c < 0x20) {
+        char buf[8];
+        snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+    out += '"';
+  }
+
+  std::string &out;
+  std::vector<bool> first;
+  bool afterKey = false;
+};
+
+} // namespace
+
+std::string reportJson(const ReportInfo &info, const RunResult &r) {
+  const EngineStats &st = r.stats;
+  std::string out;
+  JsonWriter j(out);
+  j.objectBegin();
+  j.member("model", info.model);
+  j.member("device", info.device);
+  j.member("compress", info.compress);
+  j.member("optimizer", info.optimizer);
+  j.member("data", info.data);
+  j.member("epochs", info.epochs);
+  j.member("batch", info.batch);
+  j.member("steps", r.steps);
+  j.member("final_loss", double(r.lastLoss));
+  j.key("test_accuracy");
+  r.accuracy >= 0 ? j.value(r.accuracy) : j.null();
+  j.key("test_loss");
+  r.accuracy >= 0 ? j.value(r.testLoss) : j.null();
+  j.member("peak_bytes", st.peakBytes);
+  j.member("predicted_peak_bytes", st.predictedPeakBytes);
+  j.member("tensor_peak_bytes", st.tensorPeakBytes);
+  j.member("workspace_peak_bytes", st.categories[COMET_RT_MEM_WORKSPACE].peak);
+  j.member("dataset_bytes", info.datasetBytes);
+  j.member("activation_bytes_uncompressed", st.activationBytesUncompressed);
+  j.member("activation_bytes_compressed", st.activationBytesCompressed);
+  j.member("compression_ratio", ratioOf(st));
+  j.member("step_time_ms_median", medianOf(r.stepMs));
+  j.key("categories");
+  j.objectBegin();
+  for (const CategoryBytes &c : st.categories) {
+    j.key(c.name);
+    j.objectBegin();
+    j.member("peak", c.peak);
+    j.member("at_peak", c.atPeak);
+    j.member("current", c.current);
+    j.objectEnd();
+  }
+  j.objectEnd();
+  j.key("loss_history");
+  j.arrayBegin();
+  for (double l : r.losses)
+    j.value(l);
+  j.arrayEnd();
+  j.array("memory_timeline", st.measuredTimeline);
+  j.array("predicted_timeline", st.predictedTimeline);
+  j.key("slots");
+  j.arrayBegin();
+  for (size_t i = 0; i < st.sites.size(); ++i) {
+    const SiteStats &s = st.sites[i];
+    j.objectBegin();
+    j.member("site", int64_t(i));
+    j.member("value", s.value);
+    j.member("codec", s.codec);
+    j.member("bytes_uncompressed", s.bytesIn);
+    j.member("bytes_compressed", s.bytesOut);
+    j.member("ratio", s.ratio);
+    j.key("eb_history");
+    j.arrayBegin();
+    auto it = r.ebHistory.find(i);
+    if (it != r.ebHistory.end())
+      for (auto [at, eb] : it->second) {
+        j.objectBegin();
+        j.member("step", at);
+        j.member("eb", eb);
+        j.objectEnd();
+      }
+    j.arrayEnd();
+    j.key("slot");
+    s.slot >= 0 ? j.value(s.slot) : j.null();
+    j.objectEnd();
+  }
+  j.arrayEnd();
+  j.objectEnd();
+  out += '\n';
+  return out;
+}
+
+std::string writeFileAtomically(const std::string &path,
+                                const std::string &text) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  FILE *f = fopen(tmp.c_str(), "wb");
+  if (!f)
+    return "cannot write " + path;
+  bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    remove(tmp.c_str());
+    return "cannot write " + path;
+  }
+  return "";
+}
+
+} // namespace comet

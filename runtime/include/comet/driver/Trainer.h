@@ -1,0 +1,259 @@
+//===- comet/driver/Trainer.h - A compiled training step's state -*- C++
+//-*-===//
+//
+// comet::Trainer holds what training a compiled graph needs at run time: the
+// runtime context, the argument buffers bound by name (parameters with their
+// initial values, gradients, input, labels, the loss), the optimizer and its
+// state, the eval graph's binding, and the statistics (allocator, compress
+// sites, the memory prediction). It calls compiled code only through its
+// packed entry point (void(void **)), so the same Trainer runs a step that
+// comet::Engine JIT-compiled and one that comet-compile wrote ahead of time
+// (comet-run). No MLIR or LLVM: the C++ standard library and the runtime.
+//
+// Errors are returned as a message; an empty string is success.
+//
+//===----------------------------------------------------------------------===//
+#ifndef COMET_DRIVER_TRAINER_H
+#define COMET_DRIVER_TRAINER_H
+
+#include "comet/runtime/alloc.h"
+#include "comet/runtime/context.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace comet {
+
+/// A tensor buffer from a runtime context's allocator and its ranked memref
+/// descriptor.
+struct Buffer {
+  std::string name;
+  std::vector<int64_t> shape;
+  size_t elemBytes = 4;
+  int64_t numel = 1;
+  int32_t category = COMET_RT_MEM_OTHER;
+  void *data = nullptr;
+  /// {allocated, aligned, offset, sizes[rank], strides[rank]}.
+  std::vector<int64_t> desc;
+  comet_rt_memref unranked{0, nullptr};
+
+  Buffer() = default;
+  Buffer(const Buffer &) = delete;
+  ~Buffer() { comet_rt_free(data); }
+
+  bool allocate(comet_rt_context *ctx);
+  float *f32() const { return static_cast<float *>(data); }
+  size_t bytes() const { return numel * elemBytes; }
+};
+
+/// One argument of a lowered function (after the runtime context).
+struct ArgInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  size_t elemBytes = 4;
+  bool isResult = false;
+};
+
+/// A compiled function: its signature and its packed entry point, which
+/// takes {&ctx, &desc_1, ..., &desc_n, &status} (MLIR's packed interface).
+struct Entry {
+  std::string funcName;
+  std::vector<ArgInfo> args;
+  void (*packed)(void **) = nullptr;
+
+  /// Runs the function on ctx and the buffers of its arguments.
+  std::string invoke(comet_rt_context *ctx,
+                     const std::vector<Buffer *> &buffers) const;
+};
+
+/// The optimizer run after each training step.
+struct OptimizerConfig {
+  /// builtin-sgd-momentum | AdamWOptimizer | SGDOptimizerV2.
+  std::string kind = "builtin-sgd-momentum";
+  float learningRate = 0.05f;
+  float momentum = 0.9f; // built-in SGD only
+  float weightDecay = 0.0f;
+  // AdamWOptimizer's attributes.
+  float adamAlpha = 0.9f, adamBeta = 0.999f, adamEps = 1e-8f,
+        adamWeightDecay = 0.0f;
+  int64_t adamMode = 0, adamCorrectBias = 1;
+};
+
+/// Bytes of one allocator category (comet_rt_alloc_category order).
+struct CategoryBytes {
+  std::string name;
+  int64_t current = 0;
+  int64_t peak = 0;
+  /// At the instant of the global peak.
+  int64_t atPeak = 0;
+};
+
+/// An op that forms a weight gradient from a lossy slot's activation, as
+/// compress-activations records it (comet.tune), for the bound tuner.
+struct SlotConsumer {
+  std::string kind; ///< conv | gemm | batchnorm
+  double numTerms = 1, reuse = 1, activationElements = 1;
+  std::string param; ///< the parameter whose gradient it forms
+};
+
+/// One comet.compress of the training graph (a "site").
+struct SiteStats {
+  std::string value; ///< ONNX name of the compressed tensor
+  std::string codec; ///< sz | mask | raw
+  int64_t slot = -1; ///< tuning slot of a lossy bound, -1 if none
+  double eb = 0;     ///< bound of the latest compression (0 for lossless)
+  int64_t bytesIn = 0, bytesOut = 0; ///< of the latest compression
+  double ratio = 0;
+  int64_t calls = 0;
+  std::vector<SlotConsumer> consumers; ///< lossy slots only
+};
+
+struct EngineStats {
+  std::vector<CategoryBytes> categories;
+  /// The allocator's peak over all categories since the last resetPeaks().
+  int64_t peakBytes = 0;
+  /// The peak of the graph's tensors alone (the Engine's buffers, the JIT
+  /// code's allocations and the compressed handles, sized by the
+  /// allocator), without kernel scratchpads: what the prediction models.
+  /// Process-wide, like the allocator's counters.
+  int64_t tensorPeakBytes = 0;
+  /// The ActivationLiveness peak of the lowered training graph plus the
+  /// buffers the graph does not see (optimizer state).
+  int64_t predictedPeakBytes = 0;
+  /// The activations that compress-activations keeps compressed (with
+  /// compression off: the candidates it would compress), raw bytes.
+  int64_t activationBytesUncompressed = 0;
+  /// The same activations as stored: handle bytes of the latest step.
+  int64_t activationBytesCompressed = 0;
+  /// Activation (+ compressed) bytes the analysis predicts at its peak.
+  int64_t predictedActivationBytesAtPeak = 0;
+  std::vector<SiteStats> sites;
+  int64_t steps = 0;
+  /// Tensor bytes after each op of the training graph, as predicted.
+  std::vector<int64_t> predictedTimeline;
+  /// Tensor bytes after each allocation/free of the recorded step (see
+  /// recordTimelineOfNextStep), as measured; empty if none was recorded.
+  std::vector<int64_t> measuredTimeline;
+};
+
+/// The liveness analysis's live intervals of the lowered training graph,
+/// as the caller owns the buffers (arguments and results live the whole
+/// step). Sizes of sz handles follow the measured ratio, so they are kept
+/// as the tensor's bytes.
+struct MemoryPrediction {
+  struct Interval {
+    int64_t start = 0, end = 0;
+    /// Bytes it occupies (for an sz handle: at the ratio assumed when
+    /// compiled).
+    int64_t bytes = 0;
+    /// For an sz handle: the bytes of the tensor it stores; 0 otherwise.
+    int64_t szTensorBytes = 0;
+    bool activation = false;
+  };
+  bool valid = false;
+  int64_t numSteps = 0;
+  std::vector<Interval> intervals;
+  /// The ratio sz handles are sized by until a step measures one.
+  double szRatio = 8.0;
+  /// With compression off: the bytes compress-activations would store
+  /// compressed (the baseline's side of the activation comparison).
+  int64_t candidateBytes = 0;
+};
+
+/// Finds an initial parameter value by name; false if there is none.
+using WeightLookup = std::function<bool(const std::string &name,
+                                        const void *&data, size_t &bytes)>;
+
+class Trainer {
+public:
+  Trainer();
+  ~Trainer();
+  Trainer(const Trainer &) = delete;
+
+  /// Allocates the training graph's argument buffers and fills the
+  /// parameters from `weights`. Input 0 is the batch, input 1 the int64
+  /// labels, the first result the loss.
+  std::string bindTrain(Entry train, const WeightLookup &weights);
+  /// Allocates the optimizer's state for the trainable parameters.
+  std::string setupOptimizer(const OptimizerConfig &config);
+  /// The eval graph: its parameters are the training graph's buffers, its
+  /// last result the logits.
+  void bindEval(Entry eval);
+  void setSites(std::vector<SiteStats> sites) { siteInfo = std::move(sites); }
+  void setPrediction(MemoryPrediction p) {
+    szRatio = p.szRatio;
+    prediction = std::move(p);
+  }
+
+  /// The training graph only (gradients into the gradient buffers).
+  std::string computeGradients(const float *images, const int64_t *labels,
+                               float &loss);
+  /// The training graph, then the optimizer; a NaN/Inf loss is an error.
+  std::string step(const float *images, const int64_t *labels, float &loss);
+  /// Runs the eval graph on n samples in batches (the last one padded).
+  std::string evaluate(const float *images, const int64_t *labels, int64_t n,
+                       double &meanLoss, int64_t &numCorrect);
+  bool hasEval() const { return static_cast<bool>(eval.packed); }
+
+  EngineStats stats() const;
+  void recordTimelineOfNextStep() { recordNext = true; }
+  void resetPeaks();
+
+  comet_rt_context *context() const { return rt.get(); }
+  int64_t batchSize() const;
+  const std::vector<int64_t> &sampleShape() const { return sample; }
+  const std::vector<std::string> &trainableParameters() const {
+    return trainable;
+  }
+  /// A buffer by name (parameters, gradients, input, labels), or null.
+  Buffer *buffer(const std::string &name) const;
+  /// The gradient buffer of a parameter, or null.
+  Buffer *gradient(const std::string &param) const;
+  /// A parameter's first optimizer state, or null.
+  Buffer *optimizerState(const std::string &param) const;
+  const OptimizerConfig &optimizerConfig() const { return optimizer; }
+  const Entry &trainEntry() const { return train; }
+  const Entry &evalEntry() const { return eval; }
+  const std::vector<SiteStats> &sites() const { return siteInfo; }
+  const MemoryPrediction &memoryPrediction() const { return prediction; }
+  int64_t optimizerStateBytes() const { return stateBytes; }
+
+private:
+  std::string runOptimizer();
+  Buffer *newBuffer(const std::string &name, const std::vector<int64_t> &shape,
+                    size_t elemBytes, int32_t category);
+
+  /// This trainer's runtime state; every buffer below counts in it.
+  std::unique_ptr<comet_rt_context, void (*)(comet_rt_context *)> rt;
+  Entry train, eval;
+  std::map<std::string, std::unique_ptr<Buffer>> buffers;
+  std::vector<Buffer *> trainArgs;
+  std::vector<std::string> trainable;        // parameters with a gradient
+  std::map<std::string, std::string> gradOf; // parameter -> its gradient
+  Buffer *input = nullptr, *labels = nullptr, *lazyReset = nullptr,
+         *loss = nullptr;
+  std::vector<int64_t> sample;
+
+  OptimizerConfig optimizer;
+  std::vector<std::unique_ptr<Buffer>> state1, state2;
+  std::unique_ptr<Buffer> lrBuf, stepBuf;
+  int64_t stateBytes = 0;
+  int64_t steps = 0;
+
+  std::vector<SiteStats> siteInfo;
+  MemoryPrediction prediction;
+  /// The sz ratio of the latest stats() that measured one.
+  mutable double szRatio = 8.0;
+
+  bool recordNext = false;
+  std::vector<int64_t> timeline;
+};
+
+} // namespace comet
+
+#endif // COMET_DRIVER_TRAINER_H

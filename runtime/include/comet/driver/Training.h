@@ -1,0 +1,116 @@
+//===- comet/driver/Training.h - The training loop and report ---*- C++ -*-===//
+//
+// What comet-train and comet-run share around a comet::Trainer: the data
+// (Fashion-MNIST or synthetic, through the runtime's loader), the training
+// loop with its progress line and bound history, the evaluation on the test
+// split, the summary and the JSON report (docs/execution.md). No MLIR or
+// LLVM. Errors are returned as a message; an empty string is success.
+//
+//===----------------------------------------------------------------------===//
+#ifndef COMET_DRIVER_TRAINING_H
+#define COMET_DRIVER_TRAINING_H
+
+#include "comet/driver/Trainer.h"
+#include "comet/runtime/data.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace comet {
+
+struct DataOptions {
+  /// fashion-mnist | synthetic.
+  std::string source = "fashion-mnist";
+  std::string dataDir;
+  /// CxHxW of synthetic samples; empty: 1x28x28.
+  std::string syntheticShape;
+  int64_t syntheticSize = 6400;
+  uint64_t seed = 0;
+  /// Open the test split too.
+  bool wantEval = true;
+};
+
+/// The training and test sets and the training loader.
+class TrainingData {
+public:
+  TrainingData() = default;
+  TrainingData(const TrainingData &) = delete;
+  ~TrainingData();
+
+  /// Opens the datasets (in the default runtime context, so that a
+  /// trainer's memory figures leave them out).
+  std::string open(const DataOptions &options);
+  /// Checks the samples against the trainer's input and creates the
+  /// shuffling loader (last partial batch dropped).
+  std::string makeLoader(const Trainer &trainer);
+  /// The next batch, starting the next epoch when this one is done.
+  bool nextBatch(float *images, int64_t *labels, int64_t epoch);
+  /// Bytes the datasets hold.
+  int64_t datasetBytes() const { return bytes; }
+  int64_t samplesPerBatch() const { return batch; }
+  int64_t sampleElements() const { return perSample; }
+
+  comet_rt_dataset *train = nullptr, *test = nullptr;
+  comet_rt_loader *loader = nullptr;
+
+private:
+  DataOptions opts;
+  int64_t bytes = 0, batch = 0, perSample = 0;
+};
+
+struct RunOptions {
+  int64_t epochs = 1;
+  /// Stop after this many steps (0: no limit).
+  int64_t maxSteps = 0;
+  /// Test samples to evaluate (0: all, -1: none).
+  int64_t evalSamples = 0;
+  bool quiet = false;
+  /// Called around every step (the bound tuner).
+  std::function<void(int64_t step)> beforeStep, afterStep;
+};
+
+struct RunResult {
+  int64_t steps = 0;
+  float lastLoss = 0;
+  std::vector<double> losses, stepMs;
+  /// Per site: (step, bound) whenever a slot's bound changed.
+  std::map<int64_t, std::vector<std::pair<int64_t, double>>> ebHistory;
+  /// The trainer's statistics right after the last step.
+  EngineStats stats;
+  /// -1 when not evaluated.
+  double accuracy = -1, testLoss = 0;
+};
+
+/// Trains for the epochs (or maxSteps); the second step's memory timeline
+/// is recorded. Fills everything but the evaluation.
+std::string trainLoop(Trainer &trainer, TrainingData &data,
+                      const RunOptions &options, RunResult &result);
+
+/// Evaluates the eval graph on the test split, if both exist.
+std::string evaluateTestSet(Trainer &trainer, TrainingData &data,
+                            const RunOptions &options, RunResult &result);
+
+/// The lines printed after training (steps, loss, accuracy, memory).
+void printSummary(const RunResult &result);
+
+/// What the report says besides the run's figures.
+struct ReportInfo {
+  std::string model, device, compress, optimizer, data;
+  int64_t epochs = 1, batch = 0, datasetBytes = 0;
+};
+
+/// The JSON report, indented by two spaces.
+std::string reportJson(const ReportInfo &info, const RunResult &result);
+
+/// Writes `text` to `path` through a temporary file renamed on success, so
+/// a failed write leaves no half-written file.
+std::string writeFileAtomically(const std::string &path,
+                                const std::string &text);
+
+} // namespace comet
+
+#endif // COMET_DRIVER_TRAINING_H

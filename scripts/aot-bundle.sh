@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Compiles training steps ahead of time here (comet-compile) and packs what
+# a machine without LLVM/MLIR needs to build comet-run from source and run
+# them (docs/aot.md):
+#
+#   BUNDLE/src/        the source tree (tracked and untracked, not ignored)
+#   BUNDLE/steps/      NAME.so (the step) and NAME.args (comet-run's flags)
+#   BUNDLE/reference/  NAME.json, comet-run's report on this machine
+#   BUNDLE/deps/       oneDNN and zlib (headers, libraries, CMake files)
+#   BUNDLE/run.sh      configures src with COMET_RUNTIME_ONLY=ON, builds
+#                      comet-run, runs every step and prints its losses
+#                      beside the reference's
+#
+# usage: scripts/aot-bundle.sh [BUILD_DIR [BUNDLE_DIR]]
+#   defaults: build, BUILD_DIR/aot-bundle. COMET_AOT_MCPU (default
+#   x86-64-v3) is the CPU the steps are compiled for.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$src/build}" && pwd)
+out=${2:-$build/aot-bundle}
+mcpu=${COMET_AOT_MCPU:-x86-64-v3}
+limit=$((64 * 1024 * 1024))
+for tool in comet-compile comet-run; do
+  [[ -x $build/bin/$tool ]] || { echo "aot-bundle: $build/bin/$tool is not built" >&2; exit 1; }
+done
+
+rm -rf "$out"
+mkdir -p "$out/src" "$out/steps" "$out/reference" "$out/deps"
+fixtures=$src/test/fixtures/models
+run_flags="--data synthetic --seed 1 --synthetic-size 1280 --max-steps 20 --eval-samples 256 --quiet"
+
+# name | comet-compile arguments
+steps=(
+  "lenet-static|$fixtures/lenet --compress static --batch 64"
+  "lenet-none|$fixtures/lenet --batch 64"
+  "resnet-static|$fixtures/resnet --compress static --batch 32 --optimizer $fixtures/resnet/optimizer_model.onnx"
+)
+printf '%-16s %10s %12s\n' step bytes final_loss
+for s in "${steps[@]}"; do
+  name=${s%%|*}
+  # shellcheck disable=SC2086
+  "$build/bin/comet-compile" ${s#*|} --mcpu "$mcpu" -o "$out/steps/$name.so"
+  echo "$run_flags" > "$out/steps/$name.args"
+  # shellcheck disable=SC2086
+  "$build/bin/comet-run" "$out/steps/$name.so" $run_flags --report "$out/reference/$name.json"
+  loss=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["final_loss"])' "$out/reference/$name.json")
+  printf '%-16s %10d %12.6f\n' "$name" "$(stat -c %s "$out/steps/$name.so")" "$loss"
+done
+
+# The source tree as the device tool sends it: tracked and untracked files
+# that git does not ignore.
+(cd "$src" && git ls-files -z --cached --others --exclude-standard |
+  xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' |
+  tar --null -T - -cf -) | tar -xf - -C "$out/src"
+
+# oneDNN and zlib from this machine's Debian packages, in their own layout
+# (oneDNN's CMake files find the library relative to themselves).
+for pkg in libdnnl2 libdnnl-dev zlib1g-dev; do
+  dpkg -L "$pkg" | while read -r f; do
+    [[ -f $f && $f != /usr/share/* ]] || continue
+    mkdir -p "$out/deps$(dirname "$f")"
+    cp -a "$f" "$out/deps$f"
+  done
+done
+# The symbolic links of the libraries (dpkg -L lists them as files).
+for l in /usr/lib/x86_64-linux-gnu/libdnnl.so* /usr/lib/x86_64-linux-gnu/libz.so*; do
+  cp -a "$l" "$out/deps$l"
+done
+
+cat > "$out/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Builds the runtime and comet-run from src/ without LLVM/MLIR and runs every
+# compiled step of steps/, printing its losses beside this bundle's reference.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+deps=$here/deps/usr
+cmake -G Ninja -S "$here/src" -B "$here/build-rt" -DCMAKE_BUILD_TYPE=Release \
+  -DCOMET_RUNTIME_ONLY=ON -DBUILD_TESTING=OFF -DCOMET_ENABLE_PYTHON=OFF \
+  -Ddnnl_DIR="$deps/lib/x86_64-linux-gnu/cmake/dnnl" -DZLIB_ROOT="$deps" \
+  -DCMAKE_PREFIX_PATH="$deps" >"$here/configure.log"
+ninja -C "$here/build-rt" comet-run >"$here/build.log"
+export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$here/reports"
+status=0
+for so in "$here"/steps/*.so; do
+  name=$(basename "$so" .so)
+  # shellcheck disable=SC2046
+  "$here/build-rt/bin/comet-run" "$so" $(cat "$here/steps/$name.args") \
+    --report "$here/reports/$name.json" || { status=1; continue; }
+  python3 - "$here/reference/$name.json" "$here/reports/$name.json" "$name" <<'PY'
+import json, sys
+ref, got = (json.load(open(p)) for p in sys.argv[1:3])
+same = ref["loss_history"] == got["loss_history"]
+print(f"{sys.argv[3]}: {got['steps']} steps, final loss {got['final_loss']:.6f} "
+      f"(reference {ref['final_loss']:.6f}, losses {'identical' if same else 'differ'}), "
+      f"peak {got['peak_bytes']} B (reference {ref['peak_bytes']} B)")
+PY
+done
+exit $status
+RUN
+chmod +x "$out/run.sh"
+
+size=$(du -sb "$out" | cut -f1)
+echo "bundle: $out, $size bytes ($(du -sh "$out" | cut -f1))"
+if ((size >= limit)); then
+  echo "aot-bundle: the bundle is over 64 MiB" >&2
+  exit 1
+fi
