@@ -13,6 +13,7 @@
 // C compiler driver. docs/aot.md describes the result.
 //
 //===----------------------------------------------------------------------===//
+#include "EngineFlags.h"
 #include "comet/Engine/Engine.h"
 #include "comet/driver/aot.h"
 
@@ -42,6 +43,8 @@
 using namespace llvm;
 
 static cl::OptionCategory cat("comet-compile options");
+// The flags that shape the graph are comet-train's.
+static comet::EngineFlags engineFlags(cat);
 static cl::opt<std::string>
     inputPath(cl::Positional, cl::Required,
               cl::desc("<training_model.onnx|.mlir|artifact directory>"),
@@ -50,33 +53,6 @@ static cl::opt<std::string>
     outputPath("o", cl::Required,
                cl::desc("Output: a shared library, or an object file (.o)"),
                cl::value_desc("file"), cl::cat(cat));
-static cl::opt<comet::CompressMode>
-    compress("compress", cl::desc("Activation compression"),
-             cl::values(clEnumValN(comet::CompressMode::None, "none", "none"),
-                        clEnumValN(comet::CompressMode::Static, "static",
-                                   "static bounds"),
-                        clEnumValN(comet::CompressMode::Adaptive, "adaptive",
-                                   "bounds re-tuned while training")),
-             cl::init(comet::CompressMode::None), cl::cat(cat));
-static cl::opt<std::string> compressOptions(
-    "compress-options",
-    cl::desc("Options for --comet-compress-activations, e.g. 'min-bytes=4096'"),
-    cl::init(""), cl::cat(cat));
-static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(64),
-                              cl::cat(cat));
-static cl::opt<std::string> optimizerPath(
-    "optimizer",
-    cl::desc("ORT optimizer graph (AdamWOptimizer or SGDOptimizerV2); "
-             "default: built-in SGD with momentum"),
-    cl::init(""), cl::cat(cat));
-static cl::opt<std::string>
-    weightsPath("weights",
-                cl::desc("Initial weights (.onnx initializers); default: "
-                         "model.onnx next to the model"),
-                cl::init(""), cl::cat(cat));
-static cl::opt<std::string> dumpIR("dump-ir",
-                                   cl::desc("Write the lowered IR here"),
-                                   cl::init(""), cl::cat(cat));
 static cl::opt<std::string>
     mcpu("mcpu",
          cl::desc("Target CPU (default: this machine's, with its features, "
@@ -93,15 +69,6 @@ static cl::opt<std::string>
 static int fail(const Twine &msg) {
   errs() << "comet-compile: error: " << msg << "\n";
   return 1;
-}
-
-template <typename T> static std::string wordOf(cl::opt<T> &o) {
-  const cl::parser<T> &p = o.getParser();
-  for (unsigned i = 0, e = p.getNumOptions(); i < e; ++i)
-    if (static_cast<const cl::OptionValue<T> &>(p.getOptionValue(i))
-            .getValue() == o.getValue())
-      return p.getOption(i).str();
-  return "";
 }
 
 /// Adds `void name(void **args)` that calls `f` with *args[i] and stores its
@@ -255,7 +222,7 @@ static void addProgram(Module &mod, const comet::Trainer &t,
   Constant *program = b.record({
       b.i(COMET_AOT_ABI_VERSION),
       b.str(modelName),
-      b.str(wordOf(compress)),
+      b.str(comet::wordOf(engineFlags.compress)),
       b.i(t.batchSize()),
       b.str(o.kind),
       b.d(o.adamAlpha),
@@ -313,7 +280,7 @@ int main(int argc, char **argv) {
       argc, argv, "comet-compile: compile a training step ahead of time\n");
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
-  if (batch <= 0)
+  if (engineFlags.batch <= 0)
     return fail("--batch must be positive");
 
   std::string model = inputPath;
@@ -326,13 +293,7 @@ int main(int argc, char **argv) {
   if (!engineOr)
     return fail(toString(engineOr.takeError()));
   comet::Engine &engine = **engineOr;
-  comet::EngineOptions opts;
-  opts.batchSize = batch;
-  opts.compress = compress;
-  opts.compressOptions = compressOptions;
-  opts.optimizerPath = optimizerPath;
-  opts.weightsPath = weightsPath;
-  opts.dumpLoweredIRPath = dumpIR;
+  comet::EngineOptions opts = engineFlags.options();
   opts.optLevel = optLevel;
   opts.jit = false;
   if (Error e = engine.compile(opts))

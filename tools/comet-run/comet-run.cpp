@@ -111,8 +111,8 @@ int main(int argc, char **argv) {
       {"help", no_argument, nullptr, Help},
       {nullptr, 0, nullptr, 0}};
   opterr = 0;
-  int c;
-  while ((c = getopt_long_only(argc, argv, "", longOpts, nullptr)) != -1) {
+  int c, index = 0;
+  while ((c = getopt_long_only(argc, argv, "", longOpts, &index)) != -1) {
     bool ok = true;
     switch (c) {
     case Data:
@@ -164,8 +164,8 @@ int main(int argc, char **argv) {
                   "' (see --help)");
     }
     if (!ok)
-      return fail(std::string("bad value '") + optarg + "' for " +
-                  argv[optind - 1]);
+      return fail(std::string("bad value '") + optarg + "' for --" +
+                  longOpts[index].name);
   }
   if (optind + 1 != argc)
     return fail("expected one compiled step (see --help)");

@@ -13,6 +13,7 @@
 // loss and gradients, for the check against ONNX Runtime.
 //
 //===----------------------------------------------------------------------===//
+#include "EngineFlags.h"
 #include "comet/Engine/Engine.h"
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/driver/Training.h"
@@ -30,16 +31,14 @@
 using namespace llvm;
 
 static cl::OptionCategory cat("comet-train options");
+static comet::EngineFlags engineFlags(cat);
+static cl::opt<comet::CompressMode> &compress = engineFlags.compress;
+static cl::opt<int64_t> &batch = engineFlags.batch;
 enum class DataSource { FashionMnist, Synthetic };
 enum class Device { Cpu, Cuda };
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<training_model.onnx|.mlir>"),
                                       cl::cat(cat));
-static cl::opt<std::string> optimizerPath(
-    "optimizer",
-    cl::desc("ORT optimizer graph (AdamWOptimizer or SGDOptimizerV2); "
-             "default: built-in SGD with momentum"),
-    cl::init(""), cl::cat(cat));
 static cl::opt<DataSource>
     dataSource("data", cl::desc("Training data"),
                cl::values(clEnumValN(DataSource::FashionMnist, "fashion-mnist",
@@ -59,20 +58,6 @@ static cl::opt<int64_t> syntheticSize("synthetic-size",
                                       cl::init(6400), cl::cat(cat));
 static cl::opt<int64_t> epochs("epochs", cl::desc("Epochs"), cl::init(1),
                                cl::cat(cat));
-static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(64),
-                              cl::cat(cat));
-static cl::opt<comet::CompressMode>
-    compress("compress", cl::desc("Activation compression"),
-             cl::values(clEnumValN(comet::CompressMode::None, "none", "none"),
-                        clEnumValN(comet::CompressMode::Static, "static",
-                                   "static bounds"),
-                        clEnumValN(comet::CompressMode::Adaptive, "adaptive",
-                                   "bounds re-tuned while training")),
-             cl::init(comet::CompressMode::None), cl::cat(cat));
-static cl::opt<std::string> compressOptions(
-    "compress-options",
-    cl::desc("Options for --comet-compress-activations, e.g. 'min-bytes=4096'"),
-    cl::init(""), cl::cat(cat));
 static cl::opt<Device>
     device("device", cl::desc("Execution device"),
            cl::values(clEnumValN(Device::Cpu, "cpu", "CPU"),
@@ -95,14 +80,6 @@ static cl::opt<float> momentum("momentum",
                                cl::init(0.9f), cl::cat(cat));
 static cl::opt<uint64_t> seed("seed", cl::desc("Shuffle/synthetic seed"),
                               cl::init(0), cl::cat(cat));
-static cl::opt<std::string>
-    weightsPath("weights",
-                cl::desc("Initial weights (.onnx initializers); default: "
-                         "model.onnx next to the model"),
-                cl::init(""), cl::cat(cat));
-static cl::opt<std::string> dumpIR("dump-ir",
-                                   cl::desc("Write the lowered IR here"),
-                                   cl::init(""), cl::cat(cat));
 static cl::opt<std::string> dumpGrads(
     "dump-grads",
     cl::desc("Run one training-graph step on --inputs/--labels and write "
@@ -169,17 +146,6 @@ static cl::opt<std::string> measureErrorModel(
     cl::init(""), cl::cat(cat));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress output"),
                            cl::init(false), cl::cat(cat));
-
-/// The word that names the value of an enum option (for messages and the
-/// report).
-template <typename T> static std::string wordOf(cl::opt<T> &o) {
-  const cl::parser<T> &p = o.getParser();
-  for (unsigned i = 0, e = p.getNumOptions(); i < e; ++i)
-    if (static_cast<const cl::OptionValue<T> &>(p.getOptionValue(i))
-            .getValue() == o.getValue())
-      return p.getOption(i).str();
-  return "";
-}
 
 static int fail(const Twine &msg) {
   errs() << "comet-train: error: " << msg << "\n";
@@ -250,8 +216,7 @@ int main(int argc, char **argv) {
   if (device == Device::Cuda)
     return fail("--device cuda is not available: this build has no CUDA "
                 "execution backend (only the CPU runtime)");
-  comet::EngineOptions opts;
-  opts.compress = compress;
+  comet::EngineOptions opts = engineFlags.options();
   comet::tuner::TunerOptions tunerOpts;
   {
     tunerOpts.rule = boundRule;
@@ -275,13 +240,8 @@ int main(int argc, char **argv) {
   if (batch <= 0 || epochs <= 0)
     return fail("--batch and --epochs must be positive");
 
-  opts.batchSize = batch;
-  opts.compressOptions = compressOptions;
-  opts.optimizerPath = optimizerPath;
   opts.learningRate = lr;
   opts.momentum = momentum;
-  opts.weightsPath = weightsPath;
-  opts.dumpLoweredIRPath = dumpIR;
 
   auto engineOr = comet::Engine::load(modelPath);
   if (!engineOr)
@@ -293,7 +253,7 @@ int main(int argc, char **argv) {
   // context and the engine counts its memory in its own.
   comet::TrainingData data;
   comet::DataOptions dataOpts;
-  dataOpts.source = wordOf(dataSource);
+  dataOpts.source = comet::wordOf(dataSource);
   dataOpts.dataDir = dataDir;
   dataOpts.syntheticShape = syntheticShape;
   dataOpts.syntheticSize = syntheticSize;
@@ -422,10 +382,10 @@ int main(int argc, char **argv) {
   if (!reportPath.empty()) {
     comet::ReportInfo info;
     info.model = modelPath;
-    info.device = wordOf(device);
-    info.compress = wordOf(compress);
+    info.device = comet::wordOf(device);
+    info.compress = comet::wordOf(compress);
     info.optimizer = engine.optimizerName();
-    info.data = wordOf(dataSource);
+    info.data = comet::wordOf(dataSource);
     info.epochs = epochs;
     info.batch = batch;
     info.datasetBytes = data.datasetBytes();

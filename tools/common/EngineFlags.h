@@ -1,0 +1,82 @@
+//===- EngineFlags.h - The flags that shape a compiled graph ----*- C++ -*-===//
+//
+// comet-train (JIT) and comet-compile (ahead of time) compile a training
+// graph from the same flags, so they are declared once here: a tool holds
+// one static EngineFlags in its option category.
+//
+//===----------------------------------------------------------------------===//
+#ifndef COMET_TOOLS_ENGINEFLAGS_H
+#define COMET_TOOLS_ENGINEFLAGS_H
+
+#include "comet/Engine/Engine.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace comet {
+
+/// The word that names the value of an enum option (for messages and the
+/// report).
+template <typename T> std::string wordOf(llvm::cl::opt<T> &o) {
+  const llvm::cl::parser<T> &p = o.getParser();
+  for (unsigned i = 0, e = p.getNumOptions(); i < e; ++i)
+    if (static_cast<const llvm::cl::OptionValue<T> &>(p.getOptionValue(i))
+            .getValue() == o.getValue())
+      return p.getOption(i).str();
+  return "";
+}
+
+struct EngineFlags {
+  explicit EngineFlags(llvm::cl::OptionCategory &cat)
+      : optimizerPath(
+            "optimizer",
+            llvm::cl::desc("ORT optimizer graph (AdamWOptimizer or "
+                           "SGDOptimizerV2); default: built-in SGD with "
+                           "momentum"),
+            llvm::cl::init(""), llvm::cl::cat(cat)),
+        batch("batch", llvm::cl::desc("Batch size"), llvm::cl::init(64),
+              llvm::cl::cat(cat)),
+        compress(
+            "compress", llvm::cl::desc("Activation compression"),
+            llvm::cl::values(
+                clEnumValN(CompressMode::None, "none", "none"),
+                clEnumValN(CompressMode::Static, "static", "static bounds"),
+                clEnumValN(CompressMode::Adaptive, "adaptive",
+                           "bounds re-tuned while training")),
+            llvm::cl::init(CompressMode::None), llvm::cl::cat(cat)),
+        compressOptions("compress-options",
+                        llvm::cl::desc("Options for "
+                                       "--comet-compress-activations, e.g. "
+                                       "'min-bytes=4096'"),
+                        llvm::cl::init(""), llvm::cl::cat(cat)),
+        weightsPath("weights",
+                    llvm::cl::desc("Initial weights (.onnx initializers); "
+                                   "default: model.onnx next to the model"),
+                    llvm::cl::init(""), llvm::cl::cat(cat)),
+        dumpIR("dump-ir", llvm::cl::desc("Write the lowered IR here"),
+               llvm::cl::init(""), llvm::cl::cat(cat)) {}
+
+  llvm::cl::opt<std::string> optimizerPath;
+  llvm::cl::opt<int64_t> batch;
+  llvm::cl::opt<CompressMode> compress;
+  llvm::cl::opt<std::string> compressOptions;
+  llvm::cl::opt<std::string> weightsPath;
+  llvm::cl::opt<std::string> dumpIR;
+
+  /// The EngineOptions these flags give (the rest at their defaults).
+  EngineOptions options() const {
+    EngineOptions o;
+    o.batchSize = batch;
+    o.compress = compress;
+    o.compressOptions = compressOptions;
+    o.optimizerPath = optimizerPath;
+    o.weightsPath = weightsPath;
+    o.dumpLoweredIRPath = dumpIR;
+    return o;
+  }
+};
+
+} // namespace comet
+
+#endif // COMET_TOOLS_ENGINEFLAGS_H
