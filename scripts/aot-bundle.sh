@@ -27,7 +27,7 @@ done
 rm -rf "$out"
 mkdir -p "$out/src" "$out/steps" "$out/reference" "$out/deps"
 fixtures=$src/test/fixtures/models
-run_flags="--data synthetic --seed 1 --synthetic-size 1280 --max-steps 20 --eval-samples 256 --quiet"
+run_flags="--data synthetic --seed 1 --synthetic-size 1280 --max-steps 10 --eval-samples 256 --quiet"
 
 # name | comet-compile arguments
 steps=(
