@@ -99,6 +99,11 @@ def without_dropout(model):
             node.input.append(data)
             del node.output[1:]
             del node.attribute[:]
+    # The ratio and training_mode initializers are read by nothing now.
+    used = {i for n in model.graph.node for i in n.input}
+    keep = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(keep)
     return model
 
 
