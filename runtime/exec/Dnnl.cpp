@@ -625,16 +625,17 @@ int32_t _mlir_ciface_comet_rt_log_softmax(comet_rt_context *ctx,
   return softmaxImpl(ctx, "log_softmax", x, y, axis, true);
 }
 
-int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx,
-                                         comet_rt_memref *xm,
-                                         comet_rt_memref *axm,
-                                         comet_rt_memref *ym, int64_t keepdims,
-                                         int64_t noopEmpty) {
-  const char *op = "reduce_sum";
+} // extern "C"
+
+/// ReduceSum / ReduceMean on oneDNN reduction.
+static int32_t reduceImpl(comet_rt_context *ctx, const char *op,
+                          comet_rt_memref *xm, comet_rt_memref *axm,
+                          comet_rt_memref *ym, int64_t keepdims,
+                          int64_t noopEmpty, bool mean) {
   Tensor x, ax, y;
-  COMET_RT_TRY(view(xm, 4, "reduce_sum X", x));
-  COMET_RT_TRY(view(axm, 8, "reduce_sum axes", ax, true));
-  COMET_RT_TRY(view(ym, 4, "reduce_sum Y", y));
+  COMET_RT_TRY(view(xm, 4, concat(op, " X").c_str(), x));
+  COMET_RT_TRY(view(axm, 8, concat(op, " axes").c_str(), ax, true));
+  COMET_RT_TRY(view(ym, 4, concat(op, " Y").c_str(), y));
   std::vector<bool> reduced(x.rank(), false);
   if (!ax.present || ax.numel() == 0) {
     if (noopEmpty) {
@@ -666,7 +667,8 @@ int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx,
   if (y.numel() == 0)
     return ok();
   if (x.numel() == 0) {
-    std::memset(y.data, 0, sizeof(float) * y.numel());
+    // The mean of nothing is NaN, as numpy's.
+    std::fill(y.f(), y.f() + y.numel(), mean ? NAN : 0.0f);
     return ok();
   }
   if (kept == x.dims) {
@@ -679,8 +681,9 @@ int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx,
     std::vector<int64_t> k = x.dims;
     k.insert(k.end(), kept.begin(), kept.end());
     Primitive p = getPrimitive(key(op, {x.rank()}, k), [&] {
-      dnnl::reduction::desc d(dnnl::algorithm::reduction_sum, xMd, yMd, 0.f,
-                              0.f);
+      dnnl::reduction::desc d(mean ? dnnl::algorithm::reduction_mean
+                                   : dnnl::algorithm::reduction_sum,
+                              xMd, yMd, 0.f, 0.f);
       dnnl::reduction::primitive_desc pd(d, userScratchpadAttr(), engine());
       return Primitive{dnnl::reduction(pd), pd.scratchpad_desc()};
     });
@@ -689,6 +692,26 @@ int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx,
         {{DNNL_ARG_SRC, mem(xMd, x.data)}, {DNNL_ARG_DST, mem(yMd, y.data)}});
     return ok();
   });
+}
+
+extern "C" {
+
+int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx,
+                                         comet_rt_memref *xm,
+                                         comet_rt_memref *axm,
+                                         comet_rt_memref *ym, int64_t keepdims,
+                                         int64_t noopEmpty) {
+  return reduceImpl(ctx, "reduce_sum", xm, axm, ym, keepdims, noopEmpty,
+                    /*mean=*/false);
+}
+
+int32_t _mlir_ciface_comet_rt_reduce_mean(comet_rt_context *ctx,
+                                          comet_rt_memref *xm,
+                                          comet_rt_memref *axm,
+                                          comet_rt_memref *ym,
+                                          int64_t keepdims) {
+  return reduceImpl(ctx, "reduce_mean", xm, axm, ym, keepdims,
+                    /*noopEmpty=*/0, /*mean=*/true);
 }
 
 int64_t comet_rt_primitive_cache_size(void) {

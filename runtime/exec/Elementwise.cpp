@@ -87,6 +87,43 @@ int32_t scalar(const char *what, const Tensor &t, float &v) {
   return COMET_RT_SUCCESS;
 }
 
+/// Y = f(A, B) with numpy broadcasting; Y must be exactly the broadcast
+/// shape.
+template <typename Fn>
+int32_t binary(const char *op, comet_rt_memref *am, comet_rt_memref *bm,
+               comet_rt_memref *ym, Fn f) {
+  Tensor a, b, y;
+  COMET_RT_TRY(view(am, 4, concat(op, " A").c_str(), a));
+  COMET_RT_TRY(view(bm, 4, concat(op, " B").c_str(), b));
+  COMET_RT_TRY(view(ym, 4, concat(op, " Y").c_str(), y));
+  std::vector<int64_t> want, sa, sb;
+  COMET_RT_CHECK(broadcastShape(a.dims, b.dims, want) && want == y.dims, op,
+                 ": A ", shapeStr(a.dims), " and B ", shapeStr(b.dims),
+                 " do not broadcast to Y ", shapeStr(y.dims));
+  broadcastStrides(a.dims, y.dims, sa);
+  broadcastStrides(b.dims, y.dims, sb);
+  const float *pa = a.f(), *pb = b.f();
+  float *py = y.f();
+  int64_t n = y.numel();
+  if (a.dims == y.dims && b.dims == y.dims) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      py[i] = f(pa[i], pb[i]);
+    return ok();
+  }
+  if (b.numel() == 1 && a.dims == y.dims) {
+    float s = pb[0];
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      py[i] = f(pa[i], s);
+    return ok();
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    py[i] = f(pa[bcastOffset(i, y.dims, sa)], pb[bcastOffset(i, y.dims, sb)]);
+  return ok();
+}
+
 } // namespace
 
 extern "C" {
@@ -132,30 +169,22 @@ int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_context *ctx,
 
 int32_t _mlir_ciface_comet_rt_add(comet_rt_context *ctx, comet_rt_memref *am,
                                   comet_rt_memref *bm, comet_rt_memref *ym) {
-  Tensor a, b, y;
-  COMET_RT_TRY(view(am, 4, "add A", a));
-  COMET_RT_TRY(view(bm, 4, "add B", b));
-  COMET_RT_TRY(view(ym, 4, "add Y", y));
-  // Y must be exactly the broadcast shape.
-  std::vector<int64_t> want, sa, sb;
-  COMET_RT_CHECK(broadcastShape(a.dims, b.dims, want) && want == y.dims,
-                 "add: A ", shapeStr(a.dims), " and B ", shapeStr(b.dims),
-                 " do not broadcast to Y ", shapeStr(y.dims));
-  broadcastStrides(a.dims, y.dims, sa);
-  broadcastStrides(b.dims, y.dims, sb);
-  const float *pa = a.f(), *pb = b.f();
-  float *py = y.f();
-  int64_t n = y.numel();
-  if (a.dims == y.dims && b.dims == y.dims) {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i)
-      py[i] = pa[i] + pb[i];
-    return ok();
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    py[i] = pa[bcastOffset(i, y.dims, sa)] + pb[bcastOffset(i, y.dims, sb)];
-  return ok();
+  return binary("add", am, bm, ym, [](float a, float b) { return a + b; });
+}
+
+int32_t _mlir_ciface_comet_rt_sub(comet_rt_context *ctx, comet_rt_memref *am,
+                                  comet_rt_memref *bm, comet_rt_memref *ym) {
+  return binary("sub", am, bm, ym, [](float a, float b) { return a - b; });
+}
+
+int32_t _mlir_ciface_comet_rt_mul(comet_rt_context *ctx, comet_rt_memref *am,
+                                  comet_rt_memref *bm, comet_rt_memref *ym) {
+  return binary("mul", am, bm, ym, [](float a, float b) { return a * b; });
+}
+
+int32_t _mlir_ciface_comet_rt_div(comet_rt_context *ctx, comet_rt_memref *am,
+                                  comet_rt_memref *bm, comet_rt_memref *ym) {
+  return binary("div", am, bm, ym, [](float a, float b) { return a / b; });
 }
 
 int32_t _mlir_ciface_comet_rt_expand(comet_rt_context *ctx, comet_rt_memref *xm,

@@ -121,6 +121,10 @@ private:
   Value allocType(Type tensorType, int32_t category);
   Value resultBuffer(Value result);
   Value materializeConstant(Value result, DenseElementsAttr data);
+  /// A read-only i64 / f32 memref of `values` in a private global: attribute
+  /// arrays (perm, axes) that the runtime takes as tensors. Not allocated.
+  Value constMemref(ArrayRef<int64_t> values);
+  Value constMemref(float value);
   /// The buffer of an operand, or null when absent (`none`).
   Value operand(Value v) {
     if (!v || isa<NoneType>(v.getType()))
@@ -144,6 +148,9 @@ private:
   // --- ops ---
   LogicalResult lower(Operation *op);
   LogicalResult lowerReturn(func::ReturnOp ret);
+  /// Integer Add/Sub/Mul/Div of constants (shape arithmetic on Size and
+  /// Shape results, static after specialization): a constant.
+  LogicalResult foldI64(Operation *op);
   /// The bound tuner's statistics calls (comet/runtime/slot_stats.h) for an op
   /// that compress-activations marked with comet.observe.
   LogicalResult emitObserves(Operation *op);
@@ -251,6 +258,38 @@ Value FuncLowering::materializeConstant(Value result, DenseElementsAttr data) {
   if (m)
     memref::CopyOp::create(b, loc(), g, m);
   return m;
+}
+
+Value FuncLowering::constMemref(ArrayRef<int64_t> values) {
+  auto mt = MemRefType::get({int64_t(values.size())}, b.getI64Type());
+  std::string name = "__comet_const_" + std::to_string(constCounter++);
+  while (module.lookupSymbol(name))
+    name = "__comet_const_" + std::to_string(constCounter++);
+  {
+    OpBuilder mb(module.getBodyRegion());
+    memref::GlobalOp::create(
+        mb, loc(), name, b.getStringAttr("private"), mt,
+        DenseElementsAttr::get(
+            RankedTensorType::get(mt.getShape(), b.getI64Type()), values),
+        /*constant=*/true, IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, loc(), mt, name);
+}
+
+Value FuncLowering::constMemref(float value) {
+  auto mt = MemRefType::get({1}, b.getF32Type());
+  std::string name = "__comet_const_" + std::to_string(constCounter++);
+  while (module.lookupSymbol(name))
+    name = "__comet_const_" + std::to_string(constCounter++);
+  {
+    OpBuilder mb(module.getBodyRegion());
+    memref::GlobalOp::create(
+        mb, loc(), name, b.getStringAttr("private"), mt,
+        DenseElementsAttr::get(RankedTensorType::get({1}, b.getF32Type()),
+                               ArrayRef<float>{value}),
+        /*constant=*/true, IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, loc(), mt, name);
 }
 
 Value FuncLowering::unranked(Value memref, Type elt) {
@@ -405,6 +444,18 @@ LogicalResult FuncLowering::lowerReturn(func::ReturnOp ret) {
              << i << " has no buffer";
     memref::CopyOp::create(b, loc(), m, out);
   }
+  return success();
+}
+
+LogicalResult FuncLowering::foldI64(Operation *op) {
+  auto v = onnx::getConstantInts(op->getResult(0));
+  if (!v)
+    return op->emitError("comet-lower-to-runtime: integer ")
+           << op->getName() << " is only supported on one-element constants";
+  materializeConstant(
+      op->getResult(0),
+      DenseElementsAttr::get(cast<ShapedType>(op->getResult(0).getType()),
+                             ArrayRef<int64_t>(*v)));
   return success();
 }
 
@@ -595,8 +646,92 @@ LogicalResult FuncLowering::lower(Operation *op) {
         return o.emitError("comet-lower-to-runtime: Identity of ")
                << o.getInput().getType() << " is not supported";
       })
-      .Case<AddOp>([&](AddOp) {
-        return call(Fn::add, {in(0), in(1), res(0)});
+      .Case<AddOp, SubOp, MulOp, DivOp>([&](Operation *o) -> LogicalResult {
+        auto t = cast<RankedTensorType>(o->getResult(0).getType());
+        if (t.getElementType().isInteger(64))
+          return foldI64(o);
+        Fn fn = isa<AddOp>(o)   ? Fn::add
+                : isa<SubOp>(o) ? Fn::sub
+                : isa<MulOp>(o) ? Fn::mul
+                                : Fn::div;
+        return call(fn, {in(0), in(1), res(0)});
+      })
+      .Case<SizeOp>([&](SizeOp o) -> LogicalResult {
+        // Static after specialization: a constant.
+        auto xt = cast<RankedTensorType>(o.getData().getType());
+        auto t = cast<RankedTensorType>(o.getSize().getType());
+        materializeConstant(o.getSize(),
+                            DenseElementsAttr::get(t, {xt.getNumElements()}));
+        return success();
+      })
+      .Case<TransposeOp>([&](TransposeOp o) {
+        int64_t r = cast<RankedTensorType>(o.getData().getType()).getRank();
+        SmallVector<int64_t> perm;
+        if (auto p = o.getPerm())
+          perm.assign(p->begin(), p->end());
+        else
+          for (int64_t i = r - 1; i >= 0; --i)
+            perm.push_back(i);
+        return call(Fn::transpose, {in(0), res(0), constMemref(perm)});
+      })
+      .Case<SqueezeOp, UnsqueezeOp>([&](Operation *o) -> LogicalResult {
+        // Same elements, new dims: a copy.
+        auto t = cast<RankedTensorType>(o->getOperand(0).getType());
+        if (t.getElementType().isF32())
+          return call(Fn::identity, {in(0), res(0)});
+        if (t.getElementType().isInteger(64))
+          return call(Fn::identity_i64, {in(0), res(0)});
+        return o->emitError("comet-lower-to-runtime: ")
+               << o->getName() << " of " << t << " is not supported";
+      })
+      .Case<SoftmaxOp>([&](SoftmaxOp o) {
+        return call(Fn::softmax, {in(0), res(0), i64c(o.getAxis())});
+      })
+      .Case<SoftmaxGrad_13Op>([&](SoftmaxGrad_13Op o) {
+        return call(Fn::softmax_grad,
+                    {in(0), in(1), res(0), i64c(o.getAxis())});
+      })
+      .Case<LayerNormalizationOp>([&](LayerNormalizationOp o) -> LogicalResult {
+        if (o.getStashType() != 1)
+          return o.emitError("comet-lower-to-runtime: LayerNormalization "
+                             "with stash_type ")
+                 << o.getStashType() << " is not supported (only 1, float)";
+        return call(Fn::layer_norm,
+                    {in(0), in(1), in(2), res(0), res(1), res(2),
+                     i64c(o.getAxis()), f32c(o.getEpsilon().convertToFloat())});
+      })
+      .Case<LayerNormalizationGradOp>([&](LayerNormalizationGradOp o) {
+        return call(Fn::layer_norm_grad,
+                    {in(0), in(1), in(2), in(3), in(4), res(0), res(1), res(2),
+                     i64c(o.getAxis()), f32c(o.getEpsilon().convertToFloat())});
+      })
+      .Case<FusedMatMulOp>([&](FusedMatMulOp o) -> LogicalResult {
+        if (o.getTransBatchA() || o.getTransBatchB())
+          return o.emitError("comet-lower-to-runtime: FusedMatMul with "
+                             "transBatchA or transBatchB is not supported");
+        return call(Fn::fused_matmul,
+                    {in(0), in(1), res(0), f32c(o.getAlpha().convertToFloat()),
+                     i64c(o.getTransA()), i64c(o.getTransB())});
+      })
+      .Case<BiasGeluOp>([&](BiasGeluOp) {
+        return call(Fn::bias_gelu, {in(0), in(1), res(0)});
+      })
+      .Case<BiasGeluGrad_dXOp>([&](BiasGeluGrad_dXOp) {
+        return call(Fn::bias_gelu_grad_dx, {in(0), in(1), in(2), res(0)});
+      })
+      .Case<SliceOp>([&](SliceOp) {
+        return call(Fn::slice, {in(0), in(1), in(2), in(3), in(4), res(0)});
+      })
+      .Case<SliceGradOp>([&](SliceGradOp) {
+        return call(Fn::slice_grad,
+                    {in(0), in(1), in(2), in(3), in(4), in(5), res(0)});
+      })
+      .Case<ReduceMeanOp>([&](ReduceMeanOp o) {
+        Value axes;
+        if (auto a = o.getAxes(); a && !a->empty())
+          axes = constMemref(*a);
+        return call(Fn::reduce_mean,
+                    {in(0), axes, res(0), i64c(o.getKeepdims())});
       })
       .Case<SumOp>([&](SumOp o) -> LogicalResult {
         unsigned n = o.getNumOperands();
@@ -619,8 +754,20 @@ LogicalResult FuncLowering::lower(Operation *op) {
                     {in(0), in(1), res(0), i64c(o.getKeepdims()),
                      i64c(o.getNoopWithEmptyAxes())});
       })
-      .Case<ScaleOp>([&](ScaleOp o) {
-        return call(Fn::scale, {in(0), in(1), res(0), i64c(o.getScaleDown())});
+      .Case<ScaleOp>([&](ScaleOp o) -> LogicalResult {
+        Value scale = in(1);
+        // ORT's Scale also takes an integer scale (a mean's element count,
+        // computed from Size): static here, so an f32 constant.
+        if (cast<RankedTensorType>(o.getScale().getType())
+                .getElementType()
+                .isInteger(64)) {
+          auto v = onnx::getConstantInts(o.getScale());
+          if (!v || v->size() != 1)
+            return o.emitError("comet-lower-to-runtime: an integer Scale "
+                               "factor must be a constant");
+          scale = constMemref(float((*v)[0]));
+        }
+        return call(Fn::scale, {in(0), scale, res(0), i64c(o.getScaleDown())});
       })
       .Case<InPlaceAccumulatorV2Op>([&](InPlaceAccumulatorV2Op) {
         return call(Fn::inplace_accumulator_v2,
@@ -789,6 +936,36 @@ LogicalResult FuncLowering::run() {
   return success();
 }
 
+/// Sets the static type that `op`'s type inference gives each result whose
+/// type is not static yet; compress and decompress carry their operand's.
+void refineResultTypes(Operation *op, int64_t batch) {
+  if (llvm::none_of(op->getResultTypes(), hasDynamicDim))
+    return;
+  if (auto c = dyn_cast<CompressOp>(op)) {
+    if (auto t = dyn_cast<RankedTensorType>(c.getInput().getType());
+        t && t.hasStaticShape())
+      c.getResult().setType(
+          CompressedType::get(op->getContext(), t, c.getCodec()));
+    return;
+  }
+  if (auto d = dyn_cast<DecompressOp>(op)) {
+    if (auto ct = dyn_cast<CompressedType>(d.getInput().getType());
+        ct && ct.getTensorType().hasStaticShape())
+      d.getResult().setType(ct.getTensorType());
+    return;
+  }
+  auto ti = dyn_cast<onnx::TypeInferenceOpInterface>(op);
+  SmallVector<Type> inferred;
+  if (!ti || failed(ti.inferResultTypes(inferred)) ||
+      inferred.size() != op->getNumResults())
+    return;
+  for (auto [r, t] : llvm::zip(op->getResults(), inferred)) {
+    auto rt = dyn_cast_or_null<RankedTensorType>(t);
+    if (hasDynamicDim(r.getType()) && rt && rt.hasStaticShape())
+      r.setType(rt);
+  }
+}
+
 struct LowerToRuntimePass
     : public comet::impl::CometLowerToRuntimeBase<LowerToRuntimePass> {
   using Base::Base;
@@ -811,6 +988,14 @@ struct LowerToRuntimePass
       };
       for (BlockArgument a : f.getArguments())
         fixValue(a);
+      // In program order, so each op sees its operands' specialized types.
+      // A dynamic dim need not be the batch (heads x batch, tokens x batch
+      // in attention): where the op's type inference gives a static type
+      // from the specialized operands (shapes of static tensors fold), that
+      // type wins; replacing `?` by the batch is the fallback.
+      if (batchSize > 0)
+        for (Operation &op : f.getBody().getOps())
+          refineResultTypes(&op, batchSize);
       f.walk([&](Operation *op) {
         for (Value r : op->getResults())
           fixValue(r);

@@ -277,3 +277,134 @@ func.func @reshape_negative(%x: tensor<2x3xf32>) {
   %y = onnx.Reshape(%x, %s) : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<*xf32>
   return
 }
+
+// -----
+
+// Transpose: perm must be a permutation of the data's dims.
+func.func @transpose_perm(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{perm [0, 2, 2] is not a permutation}}
+  %y = onnx.Transpose(%x) {perm = array<i64: 0, 2, 2>} : (tensor<2x3x4xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+// Transpose: perm has one entry per dim of the data.
+func.func @transpose_perm_rank(%x: tensor<2x3x4xf32>) {
+  // expected-error @+1 {{data must have rank 2, got 3}}
+  %y = onnx.Transpose(%x) {perm = array<i64: 1, 0>} : (tensor<2x3x4xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+// Softmax: the axis lies in [-rank, rank).
+func.func @softmax_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{axis -3 is out of range for rank 2}}
+  %y = onnx.Softmax(%x) {axis = -3 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// LayerNormalization: the scale holds the normalized dims' elements.
+func.func @layernorm_scale(%x: tensor<2x3x4xf32>, %g: tensor<3xf32>, %none: none) {
+  // expected-error @+1 {{Scale has 3 elements but the normalized dims of X hold 4}}
+  %y, %m, %s = onnx.LayerNormalization(%x, %g, %none) : (tensor<2x3x4xf32>, tensor<3xf32>, none) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+  return
+}
+
+// -----
+
+// LayerNormalizationGrad: the axis lies in [-rank, rank).
+func.func @layernorm_grad_axis(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %g: tensor<4xf32>, %m: tensor<2x1xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %dx, %dg, %db = onnx.LayerNormalizationGrad(%dy, %x, %g, %m, %m) {axis = 2 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>, tensor<2x1xf32>, tensor<2x1xf32>) -> (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// FusedMatMul: op(A)'s columns must equal op(B)'s rows.
+func.func @fused_matmul_inner(%a: tensor<4x3x5xf32>, %b: tensor<4x6x5xf32>) {
+  // expected-error @+1 {{inner dims differ: A 'tensor<4x3x5xf32>' and B 'tensor<4x6x5xf32>'}}
+  %y = onnx.FusedMatMul(%a, %b) : (tensor<4x3x5xf32>, tensor<4x6x5xf32>) -> tensor<4x3x5xf32>
+  return
+}
+
+// -----
+
+// FusedMatMul: both operands have rank >= 2.
+func.func @fused_matmul_rank(%a: tensor<5xf32>, %b: tensor<5x6xf32>) {
+  // expected-error @+1 {{A must have rank >= 2, got 1}}
+  %y = onnx.FusedMatMul(%a, %b) : (tensor<5xf32>, tensor<5x6xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+// BiasGelu: B spans A's last dim.
+func.func @bias_gelu_bias(%a: tensor<2x8xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{B has 4 elements but A's last dim is 8}}
+  %y = onnx.BiasGelu(%a, %b) : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Slice: constant axes are in range and distinct.
+func.func @slice_axes(%x: tensor<2x8xf32>, %s: tensor<2xi64>, %e: tensor<2xi64>) {
+  %axes = onnx.Initializer "axes" dense<[1, -1]> : tensor<2xi64>
+  %none = onnx.NoValue
+  // expected-error @+1 {{axis -1 appears twice}}
+  %y = onnx.Slice(%x, %s, %e, %axes, %none) : (tensor<2x8xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, none) -> tensor<2x?xf32>
+  return
+}
+
+// -----
+
+// Slice: a constant step is never 0.
+func.func @slice_step(%x: tensor<2x8xf32>, %s: tensor<1xi64>, %e: tensor<1xi64>, %a: tensor<1xi64>) {
+  %steps = onnx.Initializer "steps" dense<0> : tensor<1xi64>
+  // expected-error @+1 {{steps must not be 0}}
+  %y = onnx.Slice(%x, %s, %e, %a, %steps) : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x?xf32>
+  return
+}
+
+// -----
+
+// Squeeze: only dims of size 1 can go.
+func.func @squeeze_not_one(%x: tensor<2x3xf32>) {
+  %axes = onnx.Initializer "axes" dense<[1]> : tensor<1xi64>
+  // expected-error @+1 {{axis 1 has size 3, not 1}}
+  %y = onnx.Squeeze(%x, %axes) : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// Unsqueeze: axes index the result, whose rank is the data's plus the axes'.
+func.func @unsqueeze_axis(%x: tensor<2x3xf32>) {
+  %axes = onnx.Initializer "axes" dense<[3]> : tensor<1xi64>
+  // expected-error @+1 {{axis 3 is out of range for rank 3}}
+  %y = onnx.Unsqueeze(%x, %axes) : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<2x3x1xf32>
+  return
+}
+
+// -----
+
+// ReduceMean: attribute axes are in range.
+func.func @reduce_mean_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %y = onnx.ReduceMean(%x) {axes = array<i64: 2>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// SoftmaxGrad_13: dY and Y have one shape.
+func.func @softmax_grad_shape(%dy: tensor<2x3xf32>, %y: tensor<2x4xf32>) {
+  // expected-error @+1 {{shape mismatch: dY is 'tensor<2x3xf32>' but Y is 'tensor<2x4xf32>'}}
+  %dx = onnx.SoftmaxGrad_13(%dy, %y) : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x3xf32>
+  return
+}

@@ -118,6 +118,40 @@ save("shape.onnx", [
     [vi("s2", TP.INT64, None), vi("e", F, None), vi("r", F, None), vi("rall", F, None)],
     [i64("axes", [0, -1])])
 
+# Transformer family: the ops of ONNX Runtime's transformer training graphs,
+# attention shapes [batch, tokens 6, d 8] with 2 heads of 4, no value_info
+# (every type inferred), LayerNormalization with its three outputs.
+save("transformer.onnx", [
+    node("Squeeze", ["x4", "ax1"], ["x"], "squeeze"),
+    node("LayerNormalization", ["x", "g", "bln"], ["ln", "mean", "istd"], "ln",
+         axis=-1, epsilon=1e-5, stash_type=1),
+    node("Transpose", ["ln"], ["t"], "transpose", perm=[1, 0, 2]),
+    node("MatMul", ["t", "wqkv"], ["qkv"], "matmul"),
+    node("Slice", ["qkv", "s0", "s8", "axm1"], ["q"], "slice"),
+    node("Reshape", ["q", "heads"], ["qh"], "reshape"),
+    node("Transpose", ["qh"], ["qt"], "transpose_q", perm=[1, 0, 2]),
+    node("Transpose", ["qh"], ["kt"], "transpose_k", perm=[1, 2, 0]),
+    node("MatMul", ["qt", "kt"], ["scores"], "scores"),
+    node("Softmax", ["scores"], ["p"], "softmax", axis=-1),
+    node("SoftmaxGrad_13", ["p", "p"], ["dscores"], "softmax_grad", MS, axis=-1),
+    node("FusedMatMul", ["dscores", "kt"], ["dq"], "fused", MS, alpha=1.0, transA=0,
+         transB=1, transBatchA=0, transBatchB=0),
+    node("Shape", ["qkv"], ["qkv_shape"], "shape"),
+    node("SliceGrad", ["q", "qkv_shape", "s0", "s8", "axm1"], ["dqkv"], "slice_grad", MS),
+    node("BiasGelu", ["ln", "b8"], ["gelu"], "bias_gelu", MS),
+    node("BiasGeluGrad_dX", ["gelu", "ln", "b8"], ["dgelu"], "bias_gelu_grad", MS),
+    node("LayerNormalizationGrad", ["dgelu", "x", "g", "mean", "istd"],
+         ["dx", "dg", "db"], "ln_grad", MS, axis=-1, epsilon=1e-5),
+    node("ReduceMean", ["x"], ["pooled"], "mean", axes=[1], keepdims=0),
+    node("Size", ["x"], ["n"], "size"),
+    node("Unsqueeze", ["pooled", "ax1"], ["pooled1"], "unsqueeze"),
+], [vi("x4", F, ["batch", 1, 6, 8])],
+    [vi(n, F, None) for n in ["dq", "dqkv", "dx", "dg", "db", "pooled1"]]
+    + [vi("n", TP.INT64, None)],
+    [w("g", (8,), 4), w("bln", (8,), 5), w("wqkv", (8, 24), 6), w("b8", (8,), 7),
+     i64("ax1", [1]), i64("s0", [0]), i64("s8", [8]), i64("axm1", [-1]),
+     i64("heads", [6, -1, 4])])
+
 # Losses.
 save("loss.onnx", [
     node("SoftmaxCrossEntropyLoss", ["logits", "labels"], ["loss", "logp"], "loss"),
@@ -218,3 +252,8 @@ save("bad-flatten-axis.onnx", [node("Flatten", ["x"], ["y"], "flatten_axis_3", a
      x4, [vi("y", F, None)])
 save("bad-reducesum-axis.onnx", [node("ReduceSum", ["x", "axes"], ["y"], "sum_axis_5")],
      x4, [vi("y", F, None)], [i64("axes", [5])])
+save("bad-transpose-perm.onnx", [node("Transpose", ["x"], ["y"], "transpose_bad",
+                                      perm=[0, 0, 1, 2])],
+     x4, [vi("y", F, None)])
+save("bad-softmax-axis.onnx", [node("Softmax", ["x"], ["y"], "softmax_axis_4", axis=4)],
+     x4, [vi("y", F, None)])

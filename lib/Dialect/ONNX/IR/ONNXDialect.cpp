@@ -8,6 +8,9 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
+#include <cstdint>
+
 using namespace mlir;
 using namespace comet::onnx;
 
@@ -48,28 +51,42 @@ static const OpInfo kOps[] = {
     {"Gemm", "", 2, 3, 1, 1},
     {"GlobalAveragePool", "", 1, 1, 1, 1},
     {"Identity", "", 1, 1, 1, 1},
+    {"LayerNormalization", "", 2, 3, 1, 3},
     {"MatMul", "", 2, 2, 1, 1},
     {"MaxPool", "", 1, 1, 1, 2},
     {"MaxPoolGrad", "", 2, 2, 1, 1},
     {"Mul", "", 2, 2, 1, 1},
     {"ReduceSum", "", 1, 2, 1, 1},
+    {"ReduceMean", "", 1, 1, 1, 1},
     {"Relu", "", 1, 1, 1, 1},
     {"Reshape", "", 2, 2, 1, 1},
     {"Shape", "", 1, 1, 1, 1},
+    {"Size", "", 1, 1, 1, 1},
+    {"Slice", "", 3, 5, 1, 1},
+    {"Softmax", "", 1, 1, 1, 1},
     {"SoftmaxCrossEntropyLoss", "", 2, 3, 1, 2},
     {"Sub", "", 2, 2, 1, 1},
+    {"Squeeze", "", 1, 2, 1, 1},
     {"Sum", "", 1, kVariadic, 1, 1},
+    {"Transpose", "", 1, 1, 1, 1},
+    {"Unsqueeze", "", 2, 2, 1, 1},
     {"AdamWOptimizer", "com.microsoft", 6, 7, 1, 4},
     {"BatchNormInternal", "com.microsoft", 5, 5, 1, 5},
     {"BatchNormalizationGrad", "com.microsoft", 5, 5, 1, 3},
+    {"BiasGelu", "com.microsoft", 2, 2, 1, 1},
+    {"BiasGeluGrad_dX", "com.microsoft", 3, 3, 1, 1},
     {"ConvGrad", "com.microsoft", 3, 3, 1, 3},
+    {"FusedMatMul", "com.microsoft", 2, 2, 1, 1},
     {"InPlaceAccumulatorV2", "com.microsoft", 2, 3, 1, 2},
+    {"LayerNormalizationGrad", "com.microsoft", 5, 5, 1, 3},
     {"ReluGrad", "com.microsoft", 2, 2, 1, 1},
     {"SGDOptimizerV2", "com.microsoft", 3, 5, 1, 3},
     {"Scale", "com.microsoft", 2, 2, 1, 1},
+    {"SliceGrad", "com.microsoft", 5, 6, 1, 1},
     {"SoftmaxCrossEntropyLossGrad", "com.microsoft", 3, 5, 1, 1},
     {"SoftmaxCrossEntropyLossInternal", "com.microsoft", 2, 4, 1, 2},
     {"SoftmaxCrossEntropyLossInternalGrad", "com.microsoft", 3, 6, 1, 1},
+    {"SoftmaxGrad_13", "com.microsoft", 2, 2, 1, 1},
 };
 
 ArrayRef<OpInfo> comet::onnx::getSupportedOps() { return kOps; }
@@ -130,6 +147,51 @@ Type comet::onnx::getElementType(MLIRContext *ctx, int64_t dataType) {
 
 std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
   Attribute attr;
+  // The shape of a static tensor is known: once the lowering has
+  // specialized the batch, Reshape/Expand/SliceGrad targets fold.
+  if (auto shape = v.getDefiningOp<ShapeOp>()) {
+    auto t = dyn_cast<RankedTensorType>(shape.getData().getType());
+    if (!t || !t.hasStaticShape())
+      return std::nullopt;
+    int64_t r = t.getRank();
+    auto clamp = [&](int64_t x) {
+      return std::clamp<int64_t>(x < 0 ? x + r : x, 0, r);
+    };
+    int64_t start = clamp(shape.getStart()),
+            end = shape.getEnd() ? clamp(*shape.getEnd()) : r;
+    return SmallVector<int64_t>(t.getShape().begin() + start,
+                                t.getShape().begin() + std::max(start, end));
+  }
+  if (auto size = v.getDefiningOp<SizeOp>()) {
+    auto t = dyn_cast<RankedTensorType>(size.getData().getType());
+    if (!t || !t.hasStaticShape())
+      return std::nullopt;
+    return SmallVector<int64_t>{t.getNumElements()};
+  }
+  // Integer arithmetic on one-element constants (Size / Size in the
+  // gradient of a mean).
+  if (Operation *def = v.getDefiningOp();
+      def && isa<AddOp, SubOp, MulOp, DivOp>(def)) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || !t.getElementType().isInteger(64))
+      return std::nullopt;
+    auto a = getConstantInts(def->getOperand(0)),
+         c = getConstantInts(def->getOperand(1));
+    if (!a || !c || a->size() != 1 || c->size() != 1)
+      return std::nullopt;
+    int64_t x = (*a)[0], y = (*c)[0], r;
+    if (isa<AddOp>(def))
+      r = int64_t(uint64_t(x) + uint64_t(y));
+    else if (isa<SubOp>(def))
+      r = int64_t(uint64_t(x) - uint64_t(y));
+    else if (isa<MulOp>(def))
+      r = int64_t(uint64_t(x) * uint64_t(y));
+    else if (y == 0 || (x == INT64_MIN && y == -1))
+      return std::nullopt;
+    else
+      r = x / y;
+    return SmallVector<int64_t>{r};
+  }
   if (auto init = v.getDefiningOp<InitializerOp>())
     attr = init.getValue();
   else if (auto cst = v.getDefiningOp<ConstantOp>()) {

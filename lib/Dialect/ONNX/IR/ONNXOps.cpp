@@ -627,3 +627,241 @@ LogicalResult SGDOptimizerV2Op::verify() {
 
 #define GET_OP_CLASSES
 #include "comet/Dialect/ONNX/IR/ONNXOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+/// `axis` lies in [-rank, rank) of v (when v is ranked).
+static LogicalResult checkAxis(Operation *op, Value v, int64_t axis,
+                               StringRef what = "axis") {
+  if (auto s = shapeOf(v)) {
+    int64_t r = s->size();
+    if (axis < -r || axis >= r)
+      return op->emitOpError()
+             << what << " " << axis << " is out of range for rank " << r;
+  }
+  return success();
+}
+
+/// Constant axes: each in [-rank, rank), none twice.
+static LogicalResult checkAxesList(Operation *op, ArrayRef<int64_t> axes,
+                                   int64_t rank) {
+  SmallVector<bool> seen(rank, false);
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank)
+      return op->emitOpError()
+             << "axis " << a << " is out of range for rank " << rank;
+    if (std::exchange(seen[a < 0 ? a + rank : a], true))
+      return op->emitOpError() << "axis " << a << " appears twice";
+  }
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (auto perm = getPerm()) {
+    SmallVector<bool> seen(perm->size(), false);
+    for (int64_t p : *perm)
+      if (p < 0 || p >= int64_t(perm->size()) || std::exchange(seen[p], true))
+        return emitOpError() << "perm [" << llvm::interleaved(*perm)
+                             << "] is not a permutation";
+    if (failed(checkRank(*this, getData(), "data", perm->size())))
+      return failure();
+  }
+  return checkSameElementType(
+      *this, {{getData(), "data"}, {getTransposed(), "transposed"}});
+}
+
+LogicalResult SoftmaxOp::verify() {
+  if (failed(checkFloat(*this, getInput(), "input")) ||
+      failed(checkAxis(*this, getInput(), getAxis())))
+    return failure();
+  return checkCompatibleShapes(*this, getInput(), "input", getOutput(),
+                               "output");
+}
+
+/// Scale-like vectors of layer normalization: as many elements as the
+/// normalized dims [axis, rank) of x hold.
+static LogicalResult
+checkNormalizedVectors(Operation *op, Value x, int64_t axis,
+                       ArrayRef<std::pair<Value, StringRef>> vs) {
+  auto xs = shapeOf(x);
+  if (!xs)
+    return success();
+  int64_t r = xs->size(), n = 1;
+  for (int64_t i = axis < 0 ? axis + r : axis; i < r; ++i)
+    n = isDyn((*xs)[i]) || isDyn(n) ? ShapedType::kDynamic : n * (*xs)[i];
+  for (auto [v, name] : vs) {
+    auto s = shapeOf(v);
+    if (!s || isDyn(n) || llvm::any_of(*s, isDyn))
+      continue;
+    int64_t m = 1;
+    for (int64_t d : *s)
+      m *= d;
+    if (m != n)
+      return op->emitOpError()
+             << name << " has " << m
+             << " elements but the normalized dims of X hold " << n;
+  }
+  return success();
+}
+
+LogicalResult LayerNormalizationOp::verify() {
+  if (failed(checkFloat(*this, getX(), "X")) ||
+      failed(checkAxis(*this, getX(), getAxis())) ||
+      failed(checkSameElementType(
+          *this, {{getX(), "X"}, {getScale(), "Scale"}, {getB(), "B"}})))
+    return failure();
+  if (getEpsilon().isNegative())
+    return emitOpError("epsilon must be >= 0");
+  return checkNormalizedVectors(*this, getX(), getAxis(),
+                                {{getScale(), "Scale"}, {getB(), "B"}});
+}
+
+LogicalResult LayerNormalizationGradOp::verify() {
+  if (failed(checkFloat(*this, getX(), "X")) ||
+      failed(checkAxis(*this, getX(), getAxis())) ||
+      failed(checkCompatibleShapes(*this, getYGrad(), "Y_grad", getX(), "X")))
+    return failure();
+  return checkNormalizedVectors(*this, getX(), getAxis(),
+                                {{getScale(), "scale"}});
+}
+
+/// Slice's and SliceGrad's starts, ends, axes? and steps?: 1-d integer
+/// tensors; constant steps are non-zero.
+static LogicalResult checkSliceOperands(Operation *op, Value starts, Value ends,
+                                        Value axes, Value steps, Value data) {
+  for (auto [v, name] : {std::pair{starts, "starts"}, std::pair{ends, "ends"},
+                         std::pair{axes, "axes"}, std::pair{steps, "steps"}}) {
+    if (isa<NoneType>(v.getType()))
+      continue;
+    if (failed(checkInteger(op, v, name)) || failed(checkRank(op, v, name, 1)))
+      return failure();
+  }
+  if (auto st = getConstantInts(steps); st && llvm::is_contained(*st, 0))
+    return op->emitOpError("steps must not be 0");
+  auto s = shapeOf(data);
+  auto ax = getConstantInts(axes);
+  if (s && ax && failed(checkAxesList(op, *ax, s->size())))
+    return failure();
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  if (failed(checkSliceOperands(*this, getStarts(), getEnds(), getAxes(),
+                                getSteps(), getData())))
+    return failure();
+  return checkSameElementType(*this,
+                              {{getData(), "data"}, {getOutput(), "output"}});
+}
+
+LogicalResult SliceGradOp::verify() {
+  if (failed(checkShapeTensor(*this, getShape(), "shape")) ||
+      failed(checkSliceOperands(*this, getStarts(), getEnds(), getAxes(),
+                                getSteps(), getDX())))
+    return failure();
+  return checkSameElementType(*this, {{getDY(), "dY"}, {getDX(), "dX"}});
+}
+
+LogicalResult SqueezeOp::verify() {
+  if (!isa<NoneType>(getAxes().getType()) &&
+      failed(checkShapeTensor(*this, getAxes(), "axes")))
+    return failure();
+  auto s = shapeOf(getData());
+  if (auto axes = getConstantInts(getAxes()); s && axes) {
+    if (failed(checkAxesList(*this, *axes, s->size())))
+      return failure();
+    for (int64_t a : *axes) {
+      int64_t d = (*s)[a < 0 ? a + s->size() : a];
+      if (!isDyn(d) && d != 1)
+        return emitOpError() << "axis " << a << " has size " << d << ", not 1";
+    }
+  }
+  return checkSameElementType(
+      *this, {{getData(), "data"}, {getSqueezed(), "squeezed"}});
+}
+
+LogicalResult UnsqueezeOp::verify() {
+  if (failed(checkShapeTensor(*this, getAxes(), "axes")))
+    return failure();
+  auto s = shapeOf(getData());
+  if (auto axes = getConstantInts(getAxes());
+      s && axes &&
+      failed(checkAxesList(*this, *axes, s->size() + axes->size())))
+    return failure();
+  return checkSameElementType(
+      *this, {{getData(), "data"}, {getExpanded(), "expanded"}});
+}
+
+LogicalResult ReduceMeanOp::verify() {
+  if (failed(checkFloat(*this, getData(), "data")))
+    return failure();
+  if (auto s = shapeOf(getData());
+      s && getAxes() && failed(checkAxesList(*this, *getAxes(), s->size())))
+    return failure();
+  return checkSameElementType(*this,
+                              {{getData(), "data"}, {getReduced(), "reduced"}});
+}
+
+LogicalResult SizeOp::verify() {
+  if (Type t = elementTypeOf(getSize()); t && !t.isSignlessInteger(64))
+    return emitOpError() << "the result must be a tensor of i64, got " << t;
+  return checkRank(*this, getSize(), "the result", 0);
+}
+
+LogicalResult FusedMatMulOp::verify() {
+  if (failed(checkRankAtLeast(*this, getA(), "A", 2)) ||
+      failed(checkRankAtLeast(*this, getB(), "B", 2)) ||
+      failed(checkSameElementType(*this, {{getA(), "A"}, {getB(), "B"}})))
+    return failure();
+  for (int64_t t :
+       {getTransA(), getTransB(), getTransBatchA(), getTransBatchB()})
+    if (t != 0 && t != 1)
+      return emitOpError("transA, transB, transBatchA and transBatchB must be "
+                         "0 or 1");
+  auto as = shapeOf(getA()), bs = shapeOf(getB());
+  if (as && bs && !getTransBatchA() && !getTransBatchB()) {
+    int64_t k1 = (*as)[as->size() - (getTransA() ? 2 : 1)];
+    int64_t k2 = (*bs)[bs->size() - (getTransB() ? 1 : 2)];
+    if (!isDyn(k1) && !isDyn(k2) && k1 != k2)
+      return emitOpError() << "inner dims differ: A " << getA().getType()
+                           << (getTransA() ? " (transposed)" : "") << " and B "
+                           << getB().getType()
+                           << (getTransB() ? " (transposed)" : "");
+  }
+  return success();
+}
+
+LogicalResult BiasGeluOp::verify() {
+  if (failed(checkFloat(*this, getA(), "A")) ||
+      failed(checkRankAtLeast(*this, getA(), "A", 1)) ||
+      failed(checkRank(*this, getB(), "B", 1)) ||
+      failed(checkSameElementType(*this, {{getA(), "A"}, {getB(), "B"}})))
+    return failure();
+  auto as = shapeOf(getA()), bs = shapeOf(getB());
+  if (as && bs && !isDyn(as->back()) && !isDyn((*bs)[0]) &&
+      as->back() != (*bs)[0])
+    return emitOpError() << "B has " << (*bs)[0]
+                         << " elements but A's last dim is " << as->back();
+  return success();
+}
+
+LogicalResult BiasGeluGrad_dXOp::verify() {
+  if (failed(checkFloat(*this, getX(), "X")) ||
+      failed(checkRank(*this, getB(), "B", 1)) ||
+      failed(checkCompatibleShapes(*this, getDY(), "dY", getX(), "X")))
+    return failure();
+  auto xs = shapeOf(getX()), bs = shapeOf(getB());
+  if (xs && bs && !xs->empty() && !isDyn(xs->back()) && !isDyn((*bs)[0]) &&
+      xs->back() != (*bs)[0])
+    return emitOpError() << "B has " << (*bs)[0]
+                         << " elements but X's last dim is " << xs->back();
+  return success();
+}
+
+LogicalResult SoftmaxGrad_13Op::verify() {
+  if (failed(checkFloat(*this, getY(), "Y")) ||
+      failed(checkAxis(*this, getY(), getAxis())))
+    return failure();
+  return checkCompatibleShapes(*this, getDY(), "dY", getY(), "Y");
+}

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace comet::onnx;
 
@@ -155,4 +157,113 @@ MaxPoolGradOp::getSavedActivationKind(unsigned operandNumber) {
   if (operandNumber == 1)
     return SavedActivationKind::PoolIndices;
   return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// FusedMatMul: ORT's backward of MatMul, dA = dY x B' and dB = A' x dY; as
+// MatMul, the non-gradient operand is a saved activation and the result
+// sums over op(A)'s contraction dimension.
+//===----------------------------------------------------------------------===//
+
+std::optional<SavedActivationKind>
+FusedMatMulOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber <= 1)
+    return SavedActivationKind::WeightGradInput;
+  return std::nullopt;
+}
+bool FusedMatMulOp::readsSavedActivationsOnlyInBackward() { return true; }
+std::optional<WeightGradForm> FusedMatMulOp::getWeightGradForm() {
+  return WeightGradForm::Gemm;
+}
+std::optional<unsigned> FusedMatMulOp::getWeightGradResult() { return 0; }
+unsigned FusedMatMulOp::getOutputGradOperand(unsigned activationOperand) {
+  return activationOperand == 0 ? 1 : 0;
+}
+std::optional<double> FusedMatMulOp::getSummedTerms(int64_t dynamicDimSize) {
+  return contraction(getA(), getTransA() != 0, dynamicDimSize);
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormalizationGrad(dY, X, scale, mean, inv_std): as batch norm, X is
+// read through xhat = (X - mean) * inv_std, and dscale sums dY * xhat over
+// the rows (the dims before axis).
+//===----------------------------------------------------------------------===//
+
+std::optional<SavedActivationKind>
+LayerNormalizationGradOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::BatchNormInput;
+  return std::nullopt;
+}
+std::optional<WeightGradForm> LayerNormalizationGradOp::getWeightGradForm() {
+  return WeightGradForm::BatchNorm;
+}
+std::optional<unsigned> LayerNormalizationGradOp::getWeightGradResult() {
+  return 1;
+}
+std::optional<unsigned> LayerNormalizationGradOp::getInvStdOperand() {
+  return 4;
+}
+std::optional<double>
+LayerNormalizationGradOp::getSummedTerms(int64_t dynamicDimSize) {
+  auto t = dyn_cast<RankedTensorType>(getX().getType());
+  if (!t)
+    return std::nullopt;
+  int64_t r = t.getRank(), axis = getAxis() < 0 ? getAxis() + r : getAxis();
+  double rows = 1;
+  for (int64_t i = 0; i < axis && i < r; ++i)
+    rows *= dimOr(t.getDimSize(i), dynamicDimSize);
+  return rows;
+}
+
+//===----------------------------------------------------------------------===//
+// BiasGeluGrad_dX(dY, X, B) and SoftmaxGrad_13(dY, Y): elementwise and
+// row-wise gradients. They form no weight gradient themselves; their bound
+// takes the Gemm rule (an error times dY, summed over N terms) with the N
+// that getSummedTerms derives (docs/error-bounds.md, "GELU and softmax").
+//===----------------------------------------------------------------------===//
+
+std::optional<SavedActivationKind>
+BiasGeluGrad_dXOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::WeightGradInput;
+  return std::nullopt;
+}
+std::optional<WeightGradForm> BiasGeluGrad_dXOp::getWeightGradForm() {
+  return WeightGradForm::Gemm;
+}
+std::optional<double>
+BiasGeluGrad_dXOp::getSummedTerms(int64_t dynamicDimSize) {
+  auto t = dyn_cast<RankedTensorType>(getX().getType());
+  if (!t || t.getRank() < 1)
+    return std::nullopt;
+  // |gelu''| <= 2 phi(0) ~= 0.798 scales the error; the rows of X are the
+  // terms the next weight gradient (linear1's dW = X_in' x dX) sums.
+  double rows = 1;
+  for (int64_t d : t.getShape().drop_back())
+    rows *= dimOr(d, dynamicDimSize);
+  constexpr double kMaxGeluCurvature = 0.7978845608; // 2 / sqrt(2 pi)
+  return rows * kMaxGeluCurvature * kMaxGeluCurvature;
+}
+
+std::optional<SavedActivationKind>
+SoftmaxGrad_13Op::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::WeightGradInput;
+  return std::nullopt;
+}
+std::optional<WeightGradForm> SoftmaxGrad_13Op::getWeightGradForm() {
+  return WeightGradForm::Gemm;
+}
+std::optional<double> SoftmaxGrad_13Op::getSummedTerms(int64_t dynamicDimSize) {
+  auto t = dyn_cast<RankedTensorType>(getY().getType());
+  if (!t || t.getRank() < 1)
+    return std::nullopt;
+  int64_t r = t.getRank(), axis = getAxis() < 0 ? getAxis() + r : getAxis();
+  if (axis < 0 || axis >= r)
+    return std::nullopt;
+  // dX_i = E_i (dY_i - s) + Y_i sum_j dY_j E_j: one term plus a sum of L
+  // terms weighted by Y_i <= 1, so sigma <= a eb Lbar (1 + sqrt(L)).
+  double l = dimOr(t.getDimSize(axis), dynamicDimSize);
+  return (1 + std::sqrt(l)) * (1 + std::sqrt(l));
 }

@@ -483,3 +483,274 @@ LogicalResult SGDOptimizerV2Op::inferResultTypes(SmallVectorImpl<Type> &types) {
   types[2] = sameAs(getMomentums());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getData());
+  auto s = shapeOf(getData());
+  if (!s) {
+    types[0] = tensorOf(std::nullopt, elt);
+    return success();
+  }
+  SmallVector<int64_t> out(s->rbegin(), s->rend());
+  if (auto perm = getPerm())
+    for (auto [i, p] : llvm::enumerate(*perm))
+      out[i] = (*s)[p]; // The verifier has checked perm.
+  types[0] = RankedTensorType::get(out, elt);
+  return success();
+}
+
+LogicalResult SoftmaxOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getInput());
+  return success();
+}
+
+/// X's shape with the normalized dims [axis, rank) set to 1: the shape of
+/// layer normalization's saved statistics.
+static Type statsType(Value x, int64_t axis) {
+  Type elt = elementTypeOf(x);
+  auto s = shapeOf(x);
+  if (!s)
+    return tensorOf(std::nullopt, elt);
+  SmallVector<int64_t> out(*s);
+  int64_t r = out.size();
+  for (int64_t i = axis < 0 ? axis + r : axis; i >= 0 && i < r; ++i)
+    out[i] = 1;
+  return RankedTensorType::get(out, elt);
+}
+
+LogicalResult
+LayerNormalizationOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getX());
+  types[1] = types[2] = statsType(getX(), getAxis());
+  return success();
+}
+
+LogicalResult
+LayerNormalizationGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getX());
+  types[1] = types[2] = sameAs(getScale());
+  return success();
+}
+
+/// The result shape of a Slice of `dims`; dims stay `?` where the constant
+/// operands do not tell.
+static SmallVector<int64_t> slicedShape(ArrayRef<int64_t> dims, Value starts,
+                                        Value ends, Value axes, Value steps) {
+  int64_t r = dims.size();
+  auto st = getConstantInts(starts), en = getConstantInts(ends);
+  auto ax = getConstantInts(axes), sp = getConstantInts(steps);
+  bool noAxes = isa<NoneType>(axes.getType()),
+       noSteps = isa<NoneType>(steps.getType());
+  SmallVector<int64_t> out(dims);
+  if (!(ax || noAxes)) {
+    out.assign(r, kDyn);
+    return out;
+  }
+  size_t n = ax ? ax->size() : st ? st->size() : en ? en->size() : 0;
+  if (!ax && !st && !en) {
+    out.assign(r, kDyn);
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    int64_t a = ax ? (*ax)[i] : int64_t(i);
+    if (a < 0)
+      a += r;
+    if (a < 0 || a >= r)
+      continue;
+    int64_t d = dims[a];
+    if (isDyn(d) || !st || !en || i >= st->size() || i >= en->size() ||
+        (!noSteps && (!sp || i >= sp->size()))) {
+      out[a] = kDyn;
+      continue;
+    }
+    int64_t step = noSteps ? 1 : (*sp)[i];
+    __int128 b = (*st)[i], e = (*en)[i];
+    if (b < 0)
+      b += d;
+    if (e < 0)
+      e += d;
+    if (step > 0) {
+      b = std::clamp<__int128>(b, 0, d);
+      e = std::clamp<__int128>(e, 0, d);
+      out[a] = e > b ? int64_t((e - b + step - 1) / step) : 0;
+    } else if (step < 0) {
+      b = std::clamp<__int128>(b, 0, d - 1);
+      e = std::clamp<__int128>(e, -1, d - 1);
+      out[a] = b > e ? int64_t((b - e - step - 1) / -__int128(step)) : 0;
+    } else {
+      out[a] = kDyn;
+    }
+  }
+  return out;
+}
+
+LogicalResult SliceOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getData());
+  auto s = shapeOf(getData());
+  if (!s) {
+    types[0] = tensorOf(std::nullopt, elt);
+    return success();
+  }
+  types[0] = RankedTensorType::get(
+      slicedShape(*s, getStarts(), getEnds(), getAxes(), getSteps()), elt);
+  return success();
+}
+
+LogicalResult SliceGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getDY());
+  if (auto target = getConstantInts(getShape());
+      target && llvm::all_of(*target, [](int64_t d) { return d >= 0; })) {
+    types[0] = RankedTensorType::get(*target, elt);
+    return success();
+  }
+  auto ss = shapeOf(getShape());
+  if (ss && ss->size() == 1 && !isDyn((*ss)[0]) && (*ss)[0] <= kMaxInferredRank)
+    types[0] = RankedTensorType::get(SmallVector<int64_t>((*ss)[0], kDyn), elt);
+  else
+    types[0] = tensorOf(std::nullopt, elt);
+  return success();
+}
+
+LogicalResult SqueezeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getData());
+  auto s = shapeOf(getData());
+  types[0] = tensorOf(std::nullopt, elt);
+  if (!s)
+    return success();
+  int64_t r = s->size();
+  SmallVector<bool> drop(r, false);
+  if (isa<NoneType>(getAxes().getType())) {
+    if (llvm::any_of(*s, isDyn))
+      return success(); // Which dims are 1 is not known.
+    for (int64_t i = 0; i < r; ++i)
+      drop[i] = (*s)[i] == 1;
+  } else if (auto axes = getConstantInts(getAxes())) {
+    for (int64_t a : *axes) {
+      if (a < 0)
+        a += r;
+      if (a < 0 || a >= r)
+        return success();
+      drop[a] = true;
+    }
+  } else {
+    return success();
+  }
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < r; ++i)
+    if (!drop[i])
+      out.push_back((*s)[i]);
+  types[0] = RankedTensorType::get(out, elt);
+  return success();
+}
+
+LogicalResult UnsqueezeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getData());
+  auto s = shapeOf(getData());
+  auto axes = getConstantInts(getAxes());
+  types[0] = tensorOf(std::nullopt, elt);
+  if (!s || !axes)
+    return success();
+  int64_t r = s->size() + axes->size();
+  SmallVector<bool> one(r, false);
+  for (int64_t a : *axes) {
+    if (a < 0)
+      a += r;
+    if (a < 0 || a >= r)
+      return success();
+    one[a] = true;
+  }
+  SmallVector<int64_t> out;
+  size_t next = 0;
+  for (int64_t i = 0; i < r; ++i)
+    out.push_back(one[i] ? 1 : next < s->size() ? (*s)[next++] : kDyn);
+  types[0] = RankedTensorType::get(out, elt);
+  return success();
+}
+
+LogicalResult ReduceMeanOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getData());
+  auto s = shapeOf(getData());
+  if (!s) {
+    types[0] = tensorOf(std::nullopt, elt);
+    return success();
+  }
+  int64_t r = s->size();
+  SmallVector<bool> reduced(r, !getAxes() || getAxes()->empty());
+  if (auto axes = getAxes())
+    for (int64_t a : *axes) {
+      if (a < 0)
+        a += r;
+      if (a < 0 || a >= r) {
+        types[0] = tensorOf(std::nullopt, elt);
+        return success();
+      }
+      reduced[a] = true;
+    }
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < r; ++i) {
+    if (!reduced[i])
+      out.push_back((*s)[i]);
+    else if (getKeepdims())
+      out.push_back(1);
+  }
+  types[0] = RankedTensorType::get(out, elt);
+  return success();
+}
+
+LogicalResult SizeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = RankedTensorType::get({}, IntegerType::get(getContext(), 64));
+  return success();
+}
+
+LogicalResult FusedMatMulOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getA());
+  auto as = shapeOf(getA()), bs = shapeOf(getB());
+  if (!as || !bs || as->size() < 2 || bs->size() < 2 || getTransBatchA() ||
+      getTransBatchB()) {
+    types[0] = tensorOf(std::nullopt, elt);
+    return success();
+  }
+  SmallVector<int64_t> batch;
+  if (!broadcastShapes(as->drop_back(2), bs->drop_back(2), batch)) {
+    types[0] = tensorOf(std::nullopt, elt);
+    return success();
+  }
+  batch.push_back((*as)[as->size() - (getTransA() ? 1 : 2)]);
+  batch.push_back((*bs)[bs->size() - (getTransB() ? 2 : 1)]);
+  types[0] = RankedTensorType::get(batch, elt);
+  return success();
+}
+
+LogicalResult BiasGeluOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getA());
+  return success();
+}
+
+LogicalResult
+BiasGeluGrad_dXOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getDY());
+  return success();
+}
+
+LogicalResult SoftmaxGrad_13Op::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getDY());
+  return success();
+}

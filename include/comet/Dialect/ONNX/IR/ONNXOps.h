@@ -89,7 +89,9 @@ std::optional<llvm::StringRef> getONNXDomain(mlir::Operation *op);
 mlir::Type getElementType(mlir::MLIRContext *ctx, int64_t dataType);
 
 /// The constant integer values of `v` when it is defined by onnx.Initializer
-/// or onnx.Constant with integer elements.
+/// or onnx.Constant with integer elements, by onnx.Shape or onnx.Size of a
+/// tensor with a static shape, or by integer Add/Sub/Mul/Div of one-element
+/// constants.
 std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value v);
 
 } // namespace comet::onnx

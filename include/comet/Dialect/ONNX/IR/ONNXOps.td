@@ -232,6 +232,82 @@ def ONNX_SoftmaxCrossEntropyLossOp : ONNX_Op<"SoftmaxCrossEntropyLoss", "",
 }
 
 //===----------------------------------------------------------------------===//
+// ai.onnx: ops of transformer graphs
+//===----------------------------------------------------------------------===//
+
+def ONNX_TransposeOp : ONNX_Op<"Transpose", "",
+    "Permute the dims: output dim i is input dim perm[i]", [Pure]> {
+  let description = [{ Without `perm` the dims are reversed. }];
+  let arguments = (ins ONNX_Tensor:$data, OptionalAttr<DenseI64ArrayAttr>:$perm);
+  let results = (outs ONNX_Tensor:$transposed);
+  let hasVerifier = 1;
+}
+
+def ONNX_SoftmaxOp : ONNX_Op<"Softmax", "", "Softmax along `axis`", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$input,
+                       DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def ONNX_LayerNormalizationOp : ONNX_Op<"LayerNormalization", "",
+    "Layer normalization over dims [axis, rank)", [Pure]> {
+  let description = [{
+    The training graph's form (ONNX Runtime's fusion of the decomposed
+    LayerNorm) has three results: Y, the mean and the inverse standard
+    deviation 1 / sqrt(var + epsilon), each statistic with X's shape and 1
+    in the normalized dims. `stash_type` 1 computes them in float.
+  }];
+  let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$Scale, ONNX_OptTensor:$B,
+                       DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<ONNX_I64Attr, "1">:$stash_type);
+  let results = (outs ONNX_Tensor:$Y, ONNX_OptTensor:$Mean,
+                      ONNX_OptTensor:$InvStdDev);
+  let hasVerifier = 1;
+}
+
+def ONNX_SliceOp : ONNX_Op<"Slice", "",
+    "Slice by 1-d starts, ends, axes and steps (ONNX clamping)", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$data, ONNX_Tensor:$starts,
+                       ONNX_Tensor:$ends, ONNX_OptTensor:$axes,
+                       ONNX_OptTensor:$steps);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def ONNX_SqueezeOp : ONNX_Op<"Squeeze", "", "Remove dims of size 1", [Pure]> {
+  let description = [{ Without `axes`, every dim of size 1 goes. }];
+  let arguments = (ins ONNX_Tensor:$data, ONNX_OptTensor:$axes);
+  let results = (outs ONNX_Tensor:$squeezed);
+  let hasVerifier = 1;
+}
+
+def ONNX_UnsqueezeOp : ONNX_Op<"Unsqueeze", "",
+    "Insert dims of size 1 at `axes` of the result", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$data, ONNX_Tensor:$axes);
+  let results = (outs ONNX_Tensor:$expanded);
+  let hasVerifier = 1;
+}
+
+def ONNX_ReduceMeanOp : ONNX_Op<"ReduceMean", "",
+    "Mean over `axes` (an attribute before opset 18)", [Pure]> {
+  let description = [{ Without `axes`, every dim is reduced. }];
+  let arguments = (ins ONNX_Tensor:$data,
+                       OptionalAttr<DenseI64ArrayAttr>:$axes,
+                       DefaultValuedAttr<ONNX_I64Attr, "1">:$keepdims);
+  let results = (outs ONNX_Tensor:$reduced);
+  let hasVerifier = 1;
+}
+
+def ONNX_SizeOp : ONNX_Op<"Size", "", "The element count as an i64 scalar",
+                          [Pure]> {
+  let arguments = (ins ONNX_Tensor:$data);
+  let results = (outs ONNX_Tensor:$size);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // ai.onnx: gradient ops that ONNX Runtime registers in the default domain
 //===----------------------------------------------------------------------===//
 
@@ -387,6 +463,94 @@ def ONNX_SGDOptimizerV2Op : ONNX_Op<"SGDOptimizerV2", "com.microsoft",
   let results = (outs ONNX_Tensor:$update_completed,
                       ONNX_OptTensorOrSeq:$updated_weights,
                       ONNX_OptTensorOrSeq:$updated_momentums);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// com.microsoft: transformer ops of ONNX Runtime's training graphs
+//===----------------------------------------------------------------------===//
+
+def ONNX_FusedMatMulOp : ONNX_Op<"FusedMatMul", "com.microsoft",
+    "alpha * op(A) x op(B), batched, op transposing the last two dims", [Pure,
+    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
+       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+  let description = [{
+    ONNX Runtime's fusion of Transpose and MatMul; the backward of a MatMul
+    is written with it, so like MatMul it reads a saved activation there
+    (SavedActivationOpInterface). `transBatchA`/`transBatchB` move the
+    batch dims; COMET supports only 0.
+  }];
+  let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$transA,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$transB,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$transBatchA,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$transBatchB);
+  let results = (outs ONNX_Tensor:$Y);
+  let hasVerifier = 1;
+}
+
+def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
+    "com.microsoft", "Gradients of layer normalization",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
+       "getSummedTerms"]>]> {
+  let description = [{
+    Inputs dY, the forward X, the scale, and the forward's saved mean and
+    inverse standard deviation; results dX, dscale, dbias. X is a saved
+    activation read through xhat = (X - mean) * inv_std_var.
+  }];
+  let arguments = (ins ONNX_Tensor:$Y_grad, ONNX_Tensor:$X, ONNX_Tensor:$scale,
+                       ONNX_Tensor:$mean, ONNX_Tensor:$inv_std_var,
+                       DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       DefaultValuedAttr<ONNX_I64Attr, "1">:$stash_type);
+  let results = (outs ONNX_Tensor:$X_grad, ONNX_OptTensor:$scale_grad,
+                      ONNX_OptTensor:$bias_grad);
+  let hasVerifier = 1;
+}
+
+def ONNX_BiasGeluOp : ONNX_Op<"BiasGelu", "com.microsoft",
+    "gelu(A + B) with the exact (erf) GELU; B spans A's last dim", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
+  let results = (outs ONNX_Tensor:$C);
+  let hasVerifier = 1;
+}
+
+def ONNX_BiasGeluGrad_dXOp : ONNX_Op<"BiasGeluGrad_dX", "com.microsoft",
+    "dX = dY * gelu'(X + B)",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["getWeightGradForm", "getSummedTerms"]>]> {
+  let description = [{
+    X, the forward's pre-bias input, is a saved activation
+    (SavedActivationOpInterface).
+  }];
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X, ONNX_Tensor:$B);
+  let results = (outs ONNX_Tensor:$dX);
+  let hasVerifier = 1;
+}
+
+def ONNX_SoftmaxGrad_13Op : ONNX_Op<"SoftmaxGrad_13", "com.microsoft",
+    "Gradient of Softmax (opset 13) along `axis`: Y * (dY - sum(dY * Y))",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["getWeightGradForm", "getSummedTerms"]>]> {
+  let description = [{
+    Y, the forward Softmax output, is a saved activation
+    (SavedActivationOpInterface).
+  }];
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$Y,
+                       DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis);
+  let results = (outs ONNX_Tensor:$dX);
+  let hasVerifier = 1;
+}
+
+def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
+    "Gradient of Slice: dY written into zeros of the input's shape", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$shape,
+                       ONNX_Tensor:$starts, ONNX_Tensor:$ends,
+                       ONNX_OptTensor:$axes, ONNX_OptTensor:$steps);
+  let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
 }
 
