@@ -120,7 +120,7 @@ private:
   Value alloc(Value tensor);
   Value allocType(Type tensorType, int32_t category);
   Value resultBuffer(Value result);
-  Value materializeConstant(Value result, DenseElementsAttr data);
+  LogicalResult materializeConstant(Value result, DenseElementsAttr data);
   /// The buffer of an operand, or null when absent (`none`).
   Value operand(Value v) {
     if (!v || isa<NoneType>(v.getType()))
@@ -134,6 +134,8 @@ private:
   /// operand); a status result is checked. Returns the call, or null after
   /// an error.
   func::CallOp emitCall(Fn fn, ArrayRef<Value> args);
+  /// Copies the memref from into to (same type) through the runtime.
+  LogicalResult copy(Value from, Value to);
   /// emitCall for the op being lowered.
   LogicalResult call(Fn fn, ArrayRef<Value> args) {
     return success(emitCall(fn, args) != nullptr);
@@ -234,7 +236,8 @@ Value FuncLowering::resultBuffer(Value result) {
   return m;
 }
 
-Value FuncLowering::materializeConstant(Value result, DenseElementsAttr data) {
+LogicalResult FuncLowering::materializeConstant(Value result,
+                                                DenseElementsAttr data) {
   // The data lives in a private global; the value itself is an allocated
   // copy, so it is counted like every other tensor.
   std::string name = "__comet_const_" + std::to_string(constCounter++);
@@ -248,9 +251,20 @@ Value FuncLowering::materializeConstant(Value result, DenseElementsAttr data) {
   }
   Value g = memref::GetGlobalOp::create(b, loc(), mt, name);
   Value m = resultBuffer(result);
-  if (m)
-    memref::CopyOp::create(b, loc(), g, m);
-  return m;
+  return success(!m || succeeded(copy(g, m)));
+}
+
+LogicalResult FuncLowering::copy(Value from, Value to) {
+  // A runtime call, not memref.copy: the buffer may be device memory.
+  Type elt = cast<MemRefType>(to.getType()).getElementType();
+  if (elt.isF32())
+    return call(Fn::identity, {from, to});
+  if (elt.isInteger(64))
+    return call(Fn::identity_i64, {from, to});
+  if (elt.isInteger(1))
+    return call(Fn::identity_i1, {from, to});
+  return emitError(loc()) << "comet-lower-to-runtime: cannot copy a memref of "
+                          << elt;
 }
 
 Value FuncLowering::unranked(Value memref, Type elt) {
@@ -403,7 +417,8 @@ LogicalResult FuncLowering::lowerReturn(func::ReturnOp ret) {
     if (!m)
       return ret.emitError("comet-lower-to-runtime: returned value #")
              << i << " has no buffer";
-    memref::CopyOp::create(b, loc(), m, out);
+    if (failed(copy(m, out)))
+      return failure();
   }
   return success();
 }
@@ -441,8 +456,7 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return o.emitError("comet-lower-to-runtime: cannot read the data "
                              "of initializer ")
                  << o.getName();
-        materializeConstant(o.getOutput(), d);
-        return success();
+        return materializeConstant(o.getOutput(), d);
       })
       .Case<ConstantOp>([&](ConstantOp o) -> LogicalResult {
         DenseElementsAttr d;
@@ -452,8 +466,7 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return o.emitError(
               "comet-lower-to-runtime: only tensor-valued Constant is "
               "supported");
-        materializeConstant(o.getOutput(), d);
-        return success();
+        return materializeConstant(o.getOutput(), d);
       })
       .Case<ShapeOp>([&](ShapeOp o) -> LogicalResult {
         // Shapes are static after specialization: a constant.
@@ -472,9 +485,8 @@ LogicalResult FuncLowering::lower(Operation *op) {
         if (t != o.getShape().getType())
           return o.emitError("comet-lower-to-runtime: Shape result type ")
                  << o.getShape().getType() << " does not match " << t;
-        materializeConstant(o.getShape(),
-                            DenseElementsAttr::get(t, ArrayRef(dims)));
-        return success();
+        return materializeConstant(o.getShape(),
+                                   DenseElementsAttr::get(t, ArrayRef(dims)));
       })
       .Case<ConvOp>([&](ConvOp o) -> LogicalResult {
         SmallVector<Value> a = {in(0), in(1), in(2), res(0)};
