@@ -1787,27 +1787,20 @@ int64_t compress(comet_rt_context *ctx, comet_rt_memref *xm, int32_t codec,
   }
   std::vector<uint64_t> dims(x.dims.begin(), x.dims.end());
   State &s = state(ctx);
-  // As the CPU backend: a scratch block sized from the site's last stream,
-  // retried at the worst case, then exactly the stream's bytes are kept.
-  size_t guess =
-      prevOut > 0 ? std::min(worst, size_t(prevOut) * 5 / 4 + 4096) : worst;
+  // The CUDA codec wants the worst case's capacity (unlike the CPU
+  // backend, which tries a guess from the site's last stream first): a
+  // scratch block of that size, then exactly the stream's bytes are kept.
   size_t outSize = 0;
-  comet_rt_status st = COMET_RT_ERR_BUFFER_TOO_SMALL;
-  std::unique_ptr<DevBuf> scratch;
-  for (size_t cap : {guess, worst}) {
-    scratch = std::make_unique<DevBuf>(ctx, cap);
-    if (!scratch->ok()) {
-      handlesFail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
-      return 0;
-    }
-    // Synchronous: it returns the stream's size, which sizes the block.
-    st = comet_rt_codec_cuda_compress(codec, COMET_RT_DTYPE_F32, x.data,
-                                      dims.data(),
-                                      static_cast<uint32_t>(dims.size()), eb,
-                                      scratch->get(), cap, &outSize, s.stream);
-    if (st != COMET_RT_ERR_BUFFER_TOO_SMALL || cap == worst)
-      break;
+  auto scratch = std::make_unique<DevBuf>(ctx, worst);
+  if (!scratch->ok()) {
+    handlesFail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
+    return 0;
   }
+  // Synchronous: it returns the stream's size, which sizes the block.
+  comet_rt_status st = comet_rt_codec_cuda_compress(
+      codec, COMET_RT_DTYPE_F32, x.data, dims.data(),
+      static_cast<uint32_t>(dims.size()), eb, scratch->get(), worst, &outSize,
+      s.stream);
   if (st != COMET_RT_OK) {
     handlesFail(static_cast<int32_t>(st),
                 concat(op, ": ", comet_rt_status_string(st)));

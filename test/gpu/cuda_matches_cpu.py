@@ -6,7 +6,8 @@ compares the two reports.
   cuda_matches_cpu.py -- comet-run STEP.so [options...]
 
 Both runs get `--device D --report OUT.json`. Passes when the final losses
-(and the test losses, when evaluated) agree within rtol (relative) and the graph tensors' peak (tensor_peak_bytes:
+(every step's, and the test losses when evaluated) agree within rtol
+(relative) and the graph tensors' peak (tensor_peak_bytes:
 the allocator counts device blocks as it counts host ones) is the same.
 Exits 77 (skipped) only when the CUDA run reports that the machine has no
 CUDA device; any other failure of either run fails.
@@ -55,6 +56,14 @@ def main():
         ok &= same
         print("%-18s cpu %-14s cuda %-14s %s" %
               (key, cpu[key], gpu[key], "ok" if same else "DIFFERENT"))
+    hist_c, hist_g = cpu.get("loss_history"), gpu.get("loss_history")
+    if isinstance(hist_c, list) and isinstance(hist_g, list):
+        worst = max((abs(a - b) / max(abs(a), 1e-30)
+                     for a, b in zip(hist_c, hist_g)), default=0.0)
+        close = len(hist_c) == len(hist_g) and worst <= args.rtol
+        ok &= close
+        print("%-18s %d steps, worst rel %.3g %s" %
+              ("loss_history", len(hist_c), worst, "ok" if close else "TOO FAR"))
     for key in ("final_loss", "test_loss"):
         a, b = cpu.get(key), gpu.get(key)
         if key == "test_loss" and a is None and b is None:
