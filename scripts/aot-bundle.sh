@@ -9,7 +9,8 @@
 #   BUNDLE/deps/       oneDNN and zlib (headers, libraries, CMake files)
 #   BUNDLE/run.sh      configures src with COMET_RUNTIME_ONLY=ON, builds
 #                      comet-run, runs every step and prints its losses
-#                      beside the reference's
+#                      beside the reference's; with the CUDA backend, also
+#                      compares each step's --device cuda run with its cpu one
 #
 # usage: scripts/aot-bundle.sh [BUILD_DIR [BUNDLE_DIR]]
 #   defaults: build, BUILD_DIR/aot-bundle. COMET_AOT_MCPU (default
@@ -96,6 +97,20 @@ print(f"{sys.argv[3]}: {got['steps']} steps, final loss {got['final_loss']:.6f} 
       f"peak {got['peak_bytes']} B (reference {ref['peak_bytes']} B)")
 PY
 done
+# With the CUDA backend (nvcc, cuDNN and cuBLAS found; CUDNN_ROOT and
+# CUBLAS_ROOT in the environment point at other copies), each step again
+# with --device cuda against --device cpu (docs/cuda.md).
+if grep -q "CUDA backend ON" "$here/configure.log"; then
+  for so in "$here"/steps/*.so; do
+    name=$(basename "$so" .so)
+    echo "$name: --device cuda against --device cpu"
+    rc=0
+    # shellcheck disable=SC2046
+    python3 "$here/src/test/gpu/cuda_matches_cpu.py" -- \
+      "$here/build-rt/bin/comet-run" "$so" $(cat "$here/steps/$name.args") || rc=$?
+    [[ $rc == 0 || $rc == 77 ]] || status=1
+  done
+fi
 exit $status
 RUN
 chmod +x "$out/run.sh"

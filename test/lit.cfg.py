@@ -22,3 +22,13 @@ llvm_config.add_tool_substitutions(
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 if config.comet_have_cuda:
     config.available_features.add("cuda")
+# A machine with a CUDA device (its driver lists one): the tests of
+# --device cuda's refusal on a machine without one do not apply.
+try:
+    import subprocess
+    gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                          timeout=60).stdout
+    if "GPU " in gpus:
+        config.available_features.add("cuda-device")
+except (OSError, subprocess.SubprocessError):
+    pass

@@ -11,6 +11,7 @@
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"
 #include "comet/Import/ONNXImporter.h"
+#include "comet/runtime/device.h"
 #include "comet/runtime/handles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -302,6 +303,8 @@ Error Engine::compile(const EngineOptions &options) {
   llvm::StringMap<const onnx_import::Tensor *> inits;
   for (const auto &t : wm->graph.initializers)
     inits[t.name] = &t;
+  if (Error e = toError(I.trainer.useDevice(options.device)))
+    return e;
   if (Error e = toError(I.trainer.bindTrain(
           std::move(train),
           [&](const std::string &name, const void *&data, size_t &bytes) {
@@ -376,22 +379,24 @@ std::vector<std::string> Engine::trainableParameters() const {
   return impl->trainer.trainableParameters();
 }
 
-static llvm::ArrayRef<float> floatsOf(const Buffer *b) {
-  if (!b || b->elemBytes != 4)
+static llvm::ArrayRef<float> floatsOf(const Trainer &t, const Buffer *b) {
+  // Device memory is not host-readable: a CUDA engine shows no values.
+  if (!b || b->elemBytes != 4 ||
+      comet_rt_context_get_device(t.context()) != COMET_RT_DEVICE_CPU)
     return {};
   return {b->f32(), static_cast<size_t>(b->numel)};
 }
 
 llvm::ArrayRef<float> Engine::parameter(StringRef name) const {
-  return floatsOf(impl->trainer.buffer(name.str()));
+  return floatsOf(impl->trainer, impl->trainer.buffer(name.str()));
 }
 
 llvm::ArrayRef<float> Engine::gradient(StringRef name) const {
-  return floatsOf(impl->trainer.gradient(name.str()));
+  return floatsOf(impl->trainer, impl->trainer.gradient(name.str()));
 }
 
 llvm::ArrayRef<float> Engine::optimizerState(StringRef name) const {
-  return floatsOf(impl->trainer.optimizerState(name.str()));
+  return floatsOf(impl->trainer, impl->trainer.optimizerState(name.str()));
 }
 
 Error Engine::setParameter(StringRef name, llvm::ArrayRef<float> values) {
@@ -401,8 +406,8 @@ Error Engine::setParameter(StringRef name, llvm::ArrayRef<float> values) {
   if (static_cast<int64_t>(values.size()) != b->numel)
     return err("parameter '" + name + "' has " + llvm::Twine(b->numel) +
                " elements, got " + llvm::Twine(values.size()));
-  std::memcpy(b->data, values.data(), values.size() * sizeof(float));
-  return Error::success();
+  return toError(impl->trainer.copy(b->data, values.data(),
+                                    values.size() * sizeof(float)));
 }
 
 std::string Engine::optimizerName() const {

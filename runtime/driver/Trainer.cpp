@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "comet/driver/Trainer.h"
 
+#include "comet/runtime/device.h"
 #include "comet/runtime/exec.h"
 #include "comet/runtime/handles.h"
 
@@ -61,6 +62,23 @@ std::string Entry::invoke(comet_rt_context *ctx,
 }
 
 Trainer::Trainer() : rt(comet_rt_context_create(), comet_rt_context_destroy) {}
+
+std::string Trainer::useDevice(const std::string &device) {
+  if (device == "cpu")
+    return "";
+  if (device != "cuda")
+    return "unknown device '" + device + "'";
+  if (comet_rt_context_set_device(rt.get(), COMET_RT_DEVICE_CUDA) != 0)
+    return std::string("--device cuda: ") + comet_rt_last_error();
+  return "";
+}
+
+std::string Trainer::copy(void *dst, const void *src, size_t bytes) const {
+  if (comet_rt_memcpy(rt.get(), dst, src, bytes) != 0)
+    return std::string("copying to or from the device: ") +
+           comet_rt_last_error();
+  return "";
+}
 
 Trainer::~Trainer() = default;
 
@@ -145,7 +163,8 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights) {
       if (bytes != b->bytes())
         return "initializer '" + name + "' has " + std::to_string(bytes) +
                " bytes, the graph wants " + std::to_string(b->bytes());
-      std::memcpy(b->data, data, bytes);
+      if (std::string e = copy(b->data, data, bytes); !e.empty())
+        return e;
       if (gradOf.count(name))
         trainable.push_back(name);
     }
@@ -178,7 +197,9 @@ std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
   stepBuf->elemBytes = 8;
   if (!lrBuf->allocate(rt.get()) || !stepBuf->allocate(rt.get()))
     return "out of memory";
-  lrBuf->f32()[0] = optimizer.learningRate;
+  if (std::string e = copy(lrBuf->data, &optimizer.learningRate, sizeof(float));
+      !e.empty())
+    return e;
   stateBytes += lrBuf->bytes() + stepBuf->bytes();
   int nState = optimizer.kind == "AdamWOptimizer"         ? 2
                : optimizer.kind == "builtin-sgd-momentum" ? 1
@@ -201,7 +222,8 @@ std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
 
 std::string Trainer::runOptimizer() {
   ++steps;
-  reinterpret_cast<int64_t *>(stepBuf->data)[0] = steps;
+  if (std::string e = copy(stepBuf->data, &steps, sizeof(int64_t)); !e.empty())
+    return e;
   const OptimizerConfig &o = optimizer;
   for (size_t i = 0; i < trainable.size(); ++i) {
     const std::string &p = trainable[i];
@@ -236,10 +258,13 @@ std::string Trainer::computeGradients(const float *images, const int64_t *lab,
                                       float &lossOut) {
   if (!loss)
     return "the training graph is not bound";
-  std::memcpy(input->data, images, input->bytes());
-  std::memcpy(labels->data, lab, labels->bytes());
-  if (lazyReset)
-    static_cast<uint8_t *>(lazyReset->data)[0] = 1;
+  // Every host access to tensor memory is a copy: it may be a device's.
+  const uint8_t one = 1;
+  for (std::string e : {copy(input->data, images, input->bytes()),
+                        copy(labels->data, lab, labels->bytes()),
+                        lazyReset ? copy(lazyReset->data, &one, 1) : ""})
+    if (!e.empty())
+      return e;
   if (recordNext)
     comet_rt_alloc_record_timeline(rt.get(), 1);
   std::string e = train.invoke(rt.get(), trainArgs);
@@ -251,8 +276,7 @@ std::string Trainer::computeGradients(const float *images, const int64_t *lab,
   }
   if (!e.empty())
     return e;
-  lossOut = loss->f32()[0];
-  return "";
+  return copy(&lossOut, loss->data, sizeof(float));
 }
 
 std::string Trainer::step(const float *images, const int64_t *lab,
@@ -307,18 +331,24 @@ std::string Trainer::evaluate(const float *images, const int64_t *lab,
     return "the eval graph needs input, labels and 2-D logits";
   int64_t B = batchSize(), classes = logits->shape[1];
   int64_t per = in->numel / B;
+  std::vector<float> host(logits->numel);
   double lossSum = 0;
   numCorrect = 0;
   for (int64_t start = 0; start < n; start += B) {
     int64_t m = std::min(B, n - start);
-    std::memset(in->data, 0, in->bytes());
-    std::memset(labBuf->data, 0, labBuf->bytes());
-    std::memcpy(in->data, images + start * per, m * per * sizeof(float));
-    std::memcpy(labBuf->data, lab + start, m * sizeof(int64_t));
+    comet_rt_memset(rt.get(), in->data, 0, in->bytes());
+    comet_rt_memset(rt.get(), labBuf->data, 0, labBuf->bytes());
+    for (std::string e :
+         {copy(in->data, images + start * per, m * per * sizeof(float)),
+          copy(labBuf->data, lab + start, m * sizeof(int64_t))})
+      if (!e.empty())
+        return e;
     std::string e = eval.invoke(rt.get(), args);
     if (!e.empty())
       return e;
-    const float *z = logits->f32();
+    if (e = copy(host.data(), logits->data, logits->bytes()); !e.empty())
+      return e;
+    const float *z = host.data();
     for (int64_t r = 0; r < m; ++r) {
       const float *row = z + r * classes;
       int64_t best = 0;

@@ -13,9 +13,11 @@
 #include "comet/runtime/handles.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 namespace comet::rt {
 
@@ -83,11 +85,80 @@ BlockHeader *headerOf(const void *ptr) {
       const_cast<char *>(static_cast<const char *>(ptr)) - sizeof(BlockHeader));
 }
 
+/// Blocks of device contexts. Their memory cannot carry a host header, so
+/// a table maps each to what the header would hold.
+struct DeviceBlock {
+  uint64_t size;
+  int32_t category;
+  comet_rt_context *ctx;
+};
+struct DeviceBlocks {
+  std::mutex mu;
+  std::unordered_map<const void *, DeviceBlock> blocks;
+  /// Lets comet_rt_free skip the lock while no device block is live.
+  std::atomic<int64_t> live{0};
+
+  bool find(const void *p, DeviceBlock &out) {
+    if (live.load(std::memory_order_acquire) == 0)
+      return false;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = blocks.find(p);
+    if (it == blocks.end())
+      return false;
+    out = it->second;
+    return true;
+  }
+};
+DeviceBlocks &deviceBlocks() {
+  static DeviceBlocks *t = new DeviceBlocks(); // used at exit
+  return *t;
+}
+
+void *allocDevice(comet_rt_context *ctx, size_t bytes, int32_t category,
+                  bool zero) {
+  // A 0-byte block is still a unique pointer.
+  void *p = ctx->device->alloc(ctx, bytes ? bytes : 1, zero);
+  if (!p)
+    return nullptr;
+  DeviceBlocks &t = deviceBlocks();
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    t.blocks[p] = {bytes, category, ctx};
+    t.live.fetch_add(1, std::memory_order_release);
+  }
+  ctx->retain();
+  ctx->alloc.add(category, static_cast<int64_t>(bytes), /*isAlloc=*/true);
+  return p;
+}
+
+/// Frees p when it is a device block; false when it is not one.
+bool freeDevice(void *p) {
+  DeviceBlocks &t = deviceBlocks();
+  if (t.live.load(std::memory_order_acquire) == 0)
+    return false;
+  DeviceBlock b;
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.blocks.find(p);
+    if (it == t.blocks.end())
+      return false;
+    b = it->second;
+    t.blocks.erase(it);
+    t.live.fetch_sub(1, std::memory_order_release);
+  }
+  b.ctx->alloc.release(b.category, static_cast<int64_t>(b.size));
+  b.ctx->device->free(b.ctx, p);
+  b.ctx->release();
+  return true;
+}
+
 void *allocAligned(comet_rt_context *ctx, size_t bytes, size_t alignment,
                    int32_t category, bool zero) {
   if (!validCategory(category))
     return nullptr;
   ctx = resolve(ctx);
+  if (ctx->device)
+    return allocDevice(ctx, bytes, category, zero);
   if (alignment < COMET_RT_ALLOC_ALIGNMENT)
     alignment = COMET_RT_ALLOC_ALIGNMENT;
   if ((alignment & (alignment - 1)) != 0)
@@ -140,7 +211,7 @@ void *comet_rt_alloc_zeroed(comet_rt_context *ctx, size_t bytes,
 }
 
 void comet_rt_free(void *ptr) {
-  if (!ptr)
+  if (!ptr || freeDevice(ptr))
     return;
   BlockHeader *h = headerOf(ptr);
   if (h->magic != kMagic) {
@@ -156,12 +227,16 @@ void comet_rt_free(void *ptr) {
 }
 
 size_t comet_rt_alloc_size(const void *ptr) {
+  if (DeviceBlock b; deviceBlocks().find(ptr, b))
+    return b.size;
   if (!ptr || headerOf(ptr)->magic != kMagic)
     return 0;
   return headerOf(ptr)->size;
 }
 
 int32_t comet_rt_alloc_category_of(const void *ptr) {
+  if (DeviceBlock b; deviceBlocks().find(ptr, b))
+    return b.category;
   if (!ptr || headerOf(ptr)->magic != kMagic)
     return -1;
   return static_cast<int32_t>(headerOf(ptr)->category);
@@ -173,9 +248,8 @@ void comet_rt_alloc_track(comet_rt_context *ctx, int64_t delta,
     resolve(ctx)->alloc.add(category, delta, /*isAlloc=*/false);
 }
 
-void _mlir_ciface_comet_rt_buffer_alloc(comet_rt_buffer *result,
-                                        comet_rt_context *ctx, int64_t bytes,
-                                        int32_t category) {
+void comet_rt_cpu_buffer_alloc(comet_rt_buffer *result, comet_rt_context *ctx,
+                               int64_t bytes, int32_t category) {
   void *p = bytes >= 0
                 ? comet_rt_alloc(ctx, static_cast<size_t>(bytes), category)
                 : nullptr;
@@ -186,15 +260,14 @@ void _mlir_ciface_comet_rt_buffer_alloc(comet_rt_buffer *result,
   *result = {p, p, 0, p ? bytes : 0, 1};
 }
 
-void _mlir_ciface_comet_rt_buffer_free(comet_rt_context *ctx,
-                                       comet_rt_buffer *buffer) {
+void comet_rt_cpu_buffer_free(comet_rt_context *ctx, comet_rt_buffer *buffer) {
   if (!buffer || !buffer->allocated)
     return;
   resolve(ctx)->untrackStepBlock(buffer->allocated);
   comet_rt_free(buffer->allocated);
 }
 
-void _mlir_ciface_comet_rt_step_abort(comet_rt_context *ctx) {
+void comet_rt_cpu_step_abort(comet_rt_context *ctx) {
   comet_rt_context *c = resolve(ctx);
   std::unordered_map<void *, bool> blocks;
   {

@@ -9,8 +9,10 @@
 #ifndef COMET_RUNTIME_EXEC_CONTEXT_H
 #define COMET_RUNTIME_EXEC_CONTEXT_H
 
+#include "Backend.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/context.h"
+#include "comet/runtime/device.h"
 
 #include <atomic>
 #include <memory>
@@ -39,6 +41,20 @@ struct comet_rt_context {
   comet::rt::Accounting alloc;
   /// 1 for the creator, plus one per live block.
   std::atomic<int64_t> refs{1};
+
+  /// The kernels compiled code reaches through this context (Dispatch.cpp),
+  /// and, for a device context, the memory comet_rt_alloc gives out and the
+  /// backend's own state (stream, library handles). Set once, before the
+  /// first allocation (comet_rt_context_set_device).
+  const comet::rt::Backend *backend = &comet::rt::cpuBackend;
+  const comet::rt::DeviceOps *device = nullptr;
+  int32_t deviceKind = COMET_RT_DEVICE_CPU;
+  void *deviceState = nullptr;
+
+  ~comet_rt_context() {
+    if (device)
+      device->destroy(this);
+  }
 
   /// The module state of type T, created on first use.
   template <typename T> T &state() {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Dnnl.h"
+#include "Backend.h"
 #include "comet/runtime/exec.h"
 
 #include <cmath>
@@ -180,12 +181,11 @@ dnnl::convolution_forward::primitive_desc convFwdPd(const ConvShape &s,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_conv2d(comet_rt_context *ctx, comet_rt_memref *xm,
-                                     comet_rt_memref *wm, comet_rt_memref *bm,
-                                     comet_rt_memref *ym, int64_t sH,
-                                     int64_t sW, int64_t pT, int64_t pL,
-                                     int64_t pB, int64_t pR, int64_t dH,
-                                     int64_t dW, int64_t group) {
+int32_t comet_rt_cpu_conv2d(comet_rt_context *ctx, comet_rt_memref *xm,
+                            comet_rt_memref *wm, comet_rt_memref *bm,
+                            comet_rt_memref *ym, int64_t sH, int64_t sW,
+                            int64_t pT, int64_t pL, int64_t pB, int64_t pR,
+                            int64_t dH, int64_t dW, int64_t group) {
   const char *op = "conv2d";
   Tensor x, w, b, y;
   COMET_RT_TRY(view(xm, 4, "conv2d X", x));
@@ -212,11 +212,12 @@ int32_t _mlir_ciface_comet_rt_conv2d(comet_rt_context *ctx, comet_rt_memref *xm,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_conv_grad2d(
-    comet_rt_context *ctx, comet_rt_memref *dym, comet_rt_memref *xm,
-    comet_rt_memref *wm, comet_rt_memref *dxm, comet_rt_memref *dwm,
-    comet_rt_memref *dbm, int64_t sH, int64_t sW, int64_t pT, int64_t pL,
-    int64_t pB, int64_t pR, int64_t dH, int64_t dW, int64_t group) {
+int32_t comet_rt_cpu_conv_grad2d(comet_rt_context *ctx, comet_rt_memref *dym,
+                                 comet_rt_memref *xm, comet_rt_memref *wm,
+                                 comet_rt_memref *dxm, comet_rt_memref *dwm,
+                                 comet_rt_memref *dbm, int64_t sH, int64_t sW,
+                                 int64_t pT, int64_t pL, int64_t pB, int64_t pR,
+                                 int64_t dH, int64_t dW, int64_t group) {
   const char *op = "conv_grad2d";
   Tensor dy, x, w, dx, dw, db;
   COMET_RT_TRY(view(dym, 4, "conv_grad2d dY", dy));
@@ -276,10 +277,10 @@ int32_t _mlir_ciface_comet_rt_conv_grad2d(
   });
 }
 
-int32_t _mlir_ciface_comet_rt_gemm(comet_rt_context *ctx, comet_rt_memref *am,
-                                   comet_rt_memref *bm, comet_rt_memref *cm,
-                                   comet_rt_memref *ym, float alpha, float beta,
-                                   int64_t transA, int64_t transB) {
+int32_t comet_rt_cpu_gemm(comet_rt_context *ctx, comet_rt_memref *am,
+                          comet_rt_memref *bm, comet_rt_memref *cm,
+                          comet_rt_memref *ym, float alpha, float beta,
+                          int64_t transA, int64_t transB) {
   const char *op = "gemm";
   Tensor a, b, c, y;
   COMET_RT_TRY(view(am, 4, "gemm A", a));
@@ -362,8 +363,8 @@ int32_t _mlir_ciface_comet_rt_gemm(comet_rt_context *ctx, comet_rt_memref *am,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_matmul(comet_rt_context *ctx, comet_rt_memref *am,
-                                     comet_rt_memref *bm, comet_rt_memref *ym) {
+int32_t comet_rt_cpu_matmul(comet_rt_context *ctx, comet_rt_memref *am,
+                            comet_rt_memref *bm, comet_rt_memref *ym) {
   const char *op = "matmul";
   Tensor a, b, y;
   COMET_RT_TRY(view(am, 4, "matmul A", a));
@@ -420,7 +421,7 @@ int32_t _mlir_ciface_comet_rt_matmul(comet_rt_context *ctx, comet_rt_memref *am,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_batch_norm_internal(
+int32_t comet_rt_cpu_batch_norm_internal(
     comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *scm,
     comet_rt_memref *bm, comet_rt_memref *imm, comet_rt_memref *ivm,
     comet_rt_memref *ym, comet_rt_memref *rmm, comet_rt_memref *rvm,
@@ -502,11 +503,12 @@ int32_t _mlir_ciface_comet_rt_batch_norm_internal(
   });
 }
 
-int32_t _mlir_ciface_comet_rt_batch_norm_grad(
-    comet_rt_context *ctx, comet_rt_memref *dym, comet_rt_memref *xm,
-    comet_rt_memref *scm, comet_rt_memref *smm, comet_rt_memref *sim,
-    comet_rt_memref *dxm, comet_rt_memref *dsm, comet_rt_memref *dbm,
-    float epsilon) {
+int32_t comet_rt_cpu_batch_norm_grad(comet_rt_context *ctx,
+                                     comet_rt_memref *dym, comet_rt_memref *xm,
+                                     comet_rt_memref *scm, comet_rt_memref *smm,
+                                     comet_rt_memref *sim, comet_rt_memref *dxm,
+                                     comet_rt_memref *dsm, comet_rt_memref *dbm,
+                                     float epsilon) {
   const char *op = "batch_norm_grad";
   Tensor dy, x, sc, sm, si, dx, ds, db;
   COMET_RT_TRY(view(dym, 4, "batch_norm_grad dY", dy));
@@ -607,18 +609,16 @@ int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_softmax(comet_rt_context *ctx,
-                                      comet_rt_memref *xm, comet_rt_memref *ym,
-                                      int64_t axis) {
+int32_t comet_rt_cpu_softmax(comet_rt_context *ctx, comet_rt_memref *xm,
+                             comet_rt_memref *ym, int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "softmax X", x));
   COMET_RT_TRY(view(ym, 4, "softmax Y", y));
   return softmaxImpl(ctx, "softmax", x, y, axis, false);
 }
 
-int32_t _mlir_ciface_comet_rt_log_softmax(comet_rt_context *ctx,
-                                          comet_rt_memref *xm,
-                                          comet_rt_memref *ym, int64_t axis) {
+int32_t comet_rt_cpu_log_softmax(comet_rt_context *ctx, comet_rt_memref *xm,
+                                 comet_rt_memref *ym, int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "log_softmax X", x));
   COMET_RT_TRY(view(ym, 4, "log_softmax Y", y));
@@ -696,7 +696,7 @@ static int32_t reduceImpl(comet_rt_context *ctx, const char *op,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx,
+int32_t comet_rt_cpu_reduce_sum(comet_rt_context *ctx,
                                          comet_rt_memref *xm,
                                          comet_rt_memref *axm,
                                          comet_rt_memref *ym, int64_t keepdims,
@@ -705,7 +705,7 @@ int32_t _mlir_ciface_comet_rt_reduce_sum(comet_rt_context *ctx,
                     /*mean=*/false);
 }
 
-int32_t _mlir_ciface_comet_rt_reduce_mean(comet_rt_context *ctx,
+int32_t comet_rt_cpu_reduce_mean(comet_rt_context *ctx,
                                           comet_rt_memref *xm,
                                           comet_rt_memref *axm,
                                           comet_rt_memref *ym,

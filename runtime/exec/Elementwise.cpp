@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Backend.h"
 #include "Internal.h"
 #include "comet/runtime/exec.h"
 
@@ -133,8 +134,8 @@ void comet_rt_set_num_threads(int n) {
     omp_set_num_threads(n);
 }
 
-int32_t _mlir_ciface_comet_rt_relu(comet_rt_context *ctx, comet_rt_memref *xm,
-                                   comet_rt_memref *ym) {
+int32_t comet_rt_cpu_relu(comet_rt_context *ctx, comet_rt_memref *xm,
+                          comet_rt_memref *ym) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "relu X", x));
   COMET_RT_TRY(view(ym, 4, "relu Y", y));
@@ -148,10 +149,8 @@ int32_t _mlir_ciface_comet_rt_relu(comet_rt_context *ctx, comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_context *ctx,
-                                        comet_rt_memref *dym,
-                                        comet_rt_memref *xm,
-                                        comet_rt_memref *dxm) {
+int32_t comet_rt_cpu_relu_grad(comet_rt_context *ctx, comet_rt_memref *dym,
+                               comet_rt_memref *xm, comet_rt_memref *dxm) {
   Tensor dy, x, dx;
   COMET_RT_TRY(view(dym, 4, "relu_grad dY", dy));
   COMET_RT_TRY(view(xm, 4, "relu_grad X", x));
@@ -167,28 +166,28 @@ int32_t _mlir_ciface_comet_rt_relu_grad(comet_rt_context *ctx,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_add(comet_rt_context *ctx, comet_rt_memref *am,
+int32_t comet_rt_cpu_add(comet_rt_context *ctx, comet_rt_memref *am,
                                   comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("add", am, bm, ym, [](float a, float b) { return a + b; });
 }
 
-int32_t _mlir_ciface_comet_rt_sub(comet_rt_context *ctx, comet_rt_memref *am,
+int32_t comet_rt_cpu_sub(comet_rt_context *ctx, comet_rt_memref *am,
                                   comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("sub", am, bm, ym, [](float a, float b) { return a - b; });
 }
 
-int32_t _mlir_ciface_comet_rt_mul(comet_rt_context *ctx, comet_rt_memref *am,
+int32_t comet_rt_cpu_mul(comet_rt_context *ctx, comet_rt_memref *am,
                                   comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("mul", am, bm, ym, [](float a, float b) { return a * b; });
 }
 
-int32_t _mlir_ciface_comet_rt_div(comet_rt_context *ctx, comet_rt_memref *am,
+int32_t comet_rt_cpu_div(comet_rt_context *ctx, comet_rt_memref *am,
                                   comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("div", am, bm, ym, [](float a, float b) { return a / b; });
 }
 
-int32_t _mlir_ciface_comet_rt_expand(comet_rt_context *ctx, comet_rt_memref *xm,
-                                     comet_rt_memref *sm, comet_rt_memref *ym) {
+int32_t comet_rt_cpu_expand(comet_rt_context *ctx, comet_rt_memref *xm,
+                            comet_rt_memref *sm, comet_rt_memref *ym) {
   Tensor x, s, y;
   COMET_RT_TRY(view(xm, 4, "expand X", x));
   COMET_RT_TRY(view(sm, 8, "expand shape", s));
@@ -212,9 +211,9 @@ int32_t _mlir_ciface_comet_rt_expand(comet_rt_context *ctx, comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_scale(comet_rt_context *ctx, comet_rt_memref *xm,
-                                    comet_rt_memref *sm, comet_rt_memref *ym,
-                                    int64_t scaleDown) {
+int32_t comet_rt_cpu_scale(comet_rt_context *ctx, comet_rt_memref *xm,
+                           comet_rt_memref *sm, comet_rt_memref *ym,
+                           int64_t scaleDown) {
   Tensor x, s, y;
   COMET_RT_TRY(view(xm, 4, "scale X", x));
   COMET_RT_TRY(view(sm, 4, "scale factor", s));
@@ -249,19 +248,22 @@ static int32_t copyImpl(const char *op, comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_identity(comet_rt_context *ctx,
-                                       comet_rt_memref *xm,
-                                       comet_rt_memref *ym) {
+int32_t comet_rt_cpu_identity(comet_rt_context *ctx, comet_rt_memref *xm,
+                              comet_rt_memref *ym) {
   return copyImpl("identity", xm, ym, 4);
 }
 
-int32_t _mlir_ciface_comet_rt_identity_i64(comet_rt_context *ctx,
-                                           comet_rt_memref *xm,
-                                           comet_rt_memref *ym) {
+int32_t comet_rt_cpu_identity_i64(comet_rt_context *ctx, comet_rt_memref *xm,
+                                  comet_rt_memref *ym) {
   return copyImpl("identity_i64", xm, ym, 8);
 }
 
-int32_t _mlir_ciface_comet_rt_inplace_accumulator_v2(
+int32_t comet_rt_cpu_identity_i1(comet_rt_context *ctx, comet_rt_memref *xm,
+                                 comet_rt_memref *ym) {
+  return copyImpl("identity_i1", xm, ym, 1);
+}
+
+int32_t comet_rt_cpu_inplace_accumulator_v2(
     comet_rt_context *ctx, comet_rt_memref *bm, comet_rt_memref *vm,
     comet_rt_memref *om, comet_rt_memref *um, comet_rt_memref *outm) {
   const char *op = "inplace_accumulator_v2";
@@ -298,14 +300,13 @@ int32_t _mlir_ciface_comet_rt_inplace_accumulator_v2(
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_adamw(comet_rt_context *ctx, comet_rt_memref *lrm,
-                                    comet_rt_memref *stepm, comet_rt_memref *wm,
-                                    comet_rt_memref *gm, comet_rt_memref *m1m,
-                                    comet_rt_memref *m2m, comet_rt_memref *sigm,
-                                    comet_rt_memref *flagm, float alpha,
-                                    float beta, float epsilon,
-                                    float weightDecay, int64_t adamMode,
-                                    int64_t correctBias) {
+int32_t comet_rt_cpu_adamw(comet_rt_context *ctx, comet_rt_memref *lrm,
+                           comet_rt_memref *stepm, comet_rt_memref *wm,
+                           comet_rt_memref *gm, comet_rt_memref *m1m,
+                           comet_rt_memref *m2m, comet_rt_memref *sigm,
+                           comet_rt_memref *flagm, float alpha, float beta,
+                           float epsilon, float weightDecay, int64_t adamMode,
+                           int64_t correctBias) {
   const char *op = "adamw";
   Tensor lrT, stepT, w, g, m1, m2, sig, fl;
   COMET_RT_TRY(view(lrm, 4, "adamw lr", lrT));
@@ -367,10 +368,9 @@ int32_t _mlir_ciface_comet_rt_adamw(comet_rt_context *ctx, comet_rt_memref *lrm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_sgd_v2(comet_rt_context *ctx,
-                                     comet_rt_memref *lrm, comet_rt_memref *wm,
-                                     comet_rt_memref *gm, comet_rt_memref *sigm,
-                                     comet_rt_memref *flagm) {
+int32_t comet_rt_cpu_sgd_v2(comet_rt_context *ctx, comet_rt_memref *lrm,
+                            comet_rt_memref *wm, comet_rt_memref *gm,
+                            comet_rt_memref *sigm, comet_rt_memref *flagm) {
   Tensor lrT, w, g, sig, fl;
   COMET_RT_TRY(view(lrm, 4, "sgd lr", lrT));
   COMET_RT_TRY(view(wm, 4, "sgd weight", w));
@@ -394,11 +394,10 @@ int32_t _mlir_ciface_comet_rt_sgd_v2(comet_rt_context *ctx,
   return ok();
 }
 
-int32_t
-_mlir_ciface_comet_rt_sgd_momentum(comet_rt_context *ctx, comet_rt_memref *lrm,
-                                   comet_rt_memref *wm, comet_rt_memref *gm,
-                                   comet_rt_memref *vm, float momentum,
-                                   float weightDecay, int64_t nesterov) {
+int32_t comet_rt_cpu_sgd_momentum(comet_rt_context *ctx, comet_rt_memref *lrm,
+                                  comet_rt_memref *wm, comet_rt_memref *gm,
+                                  comet_rt_memref *vm, float momentum,
+                                  float weightDecay, int64_t nesterov) {
   Tensor lrT, w, g, v;
   COMET_RT_TRY(view(lrm, 4, "sgd_momentum lr", lrT));
   COMET_RT_TRY(view(wm, 4, "sgd_momentum weight", w));
@@ -421,9 +420,9 @@ _mlir_ciface_comet_rt_sgd_momentum(comet_rt_context *ctx, comet_rt_memref *lrm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_abs_mean_and_density(comet_rt_context *ctx,
-                                                   comet_rt_memref *xm,
-                                                   comet_rt_memref *om) {
+int32_t comet_rt_cpu_abs_mean_and_density(comet_rt_context *ctx,
+                                          comet_rt_memref *xm,
+                                          comet_rt_memref *om) {
   Tensor x, o;
   COMET_RT_TRY(view(xm, 4, "abs_mean X", x));
   COMET_RT_TRY(view(om, 4, "abs_mean out", o));

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "comet/runtime/handles.h"
 #include "Context.h"
+#include "HandlesInternal.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/codec.h"
 
@@ -66,28 +67,21 @@ HandleHeader *fromHandle(int64_t h) {
 
 } // namespace
 
-extern "C" {
+namespace comet::rt {
 
-const char *comet_rt_handles_last_error(void) { return lastError.c_str(); }
+int32_t handlesFail(int32_t code, std::string msg) {
+  return fail(code, std::move(msg));
+}
 
-int64_t _mlir_ciface_comet_rt_compress(comet_rt_context *ctx,
-                                       comet_rt_memref *x, int32_t codec,
-                                       int64_t slot, double eb, int64_t site) {
-  lastError.clear();
-  float *data;
-  int64_t n;
-  std::vector<uint64_t> dims;
-  if (!viewF32(x, data, n, dims)) {
-    fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-         "comet_rt_compress: input is not a contiguous f32 memref");
-    return 0;
-  }
-  if (site < 0 || site > (1 << 20)) {
-    fail(COMET_RT_ERROR_INVALID_ARGUMENT, "comet_rt_compress: bad site");
-    return 0;
-  }
+void handlesClearError() { lastError.clear(); }
+
+int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
+                  int64_t slot, int64_t site, double &eb, int64_t &prevOut) {
+  if (site < 0 || site > (1 << 20))
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                std::string(op) + ": bad site");
   SlotTable &t = table(ctx);
-  int64_t prevOut = 0;
+  prevOut = 0;
   {
     std::lock_guard<std::mutex> lock(t.mu);
     if (codec == COMET_RT_CODEC_SZ && slot >= 0) {
@@ -100,12 +94,52 @@ int64_t _mlir_ciface_comet_rt_compress(comet_rt_context *ctx,
     if (static_cast<size_t>(site) < t.sites.size())
       prevOut = t.sites[site].last_bytes_out;
   }
-  if (codec == COMET_RT_CODEC_SZ && !(eb > 0 && std::isfinite(eb))) {
+  if (codec == COMET_RT_CODEC_SZ && !(eb > 0 && std::isfinite(eb)))
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                std::string(op) + ": the bound of site " +
+                    std::to_string(site) + " is not positive and finite");
+  return COMET_RT_SUCCESS;
+}
+
+void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
+                int64_t slot, double eb, int64_t bytesIn, int64_t bytesOut) {
+  SlotTable &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (static_cast<size_t>(site) >= t.sites.size())
+    t.sites.resize(site + 1, comet_rt_site_stats{0, 0, 0, 0, 0, 0, -1, 0});
+  comet_rt_site_stats &s = t.sites[site];
+  s.calls += 1;
+  s.bytes_in += bytesIn;
+  s.bytes_out += bytesOut;
+  s.last_bytes_in = bytesIn;
+  s.last_bytes_out = bytesOut;
+  s.codec = codec;
+  s.slot = codec == COMET_RT_CODEC_SZ ? slot : -1;
+  s.last_eb = codec == COMET_RT_CODEC_SZ ? eb : 0.0;
+}
+
+} // namespace comet::rt
+
+extern "C" {
+
+const char *comet_rt_handles_last_error(void) { return lastError.c_str(); }
+
+int64_t comet_rt_cpu_compress(comet_rt_context *ctx, comet_rt_memref *x,
+                              int32_t codec, int64_t slot, double eb,
+                              int64_t site) {
+  lastError.clear();
+  float *data;
+  int64_t n;
+  std::vector<uint64_t> dims;
+  if (!viewF32(x, data, n, dims)) {
     fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-         "comet_rt_compress: the bound of site " + std::to_string(site) +
-             " is not positive and finite");
+         "comet_rt_compress: input is not a contiguous f32 memref");
     return 0;
   }
+  int64_t prevOut = 0;
+  if (comet::rt::siteBegin(ctx, "comet_rt_compress", codec, slot, site, eb,
+                           prevOut) != COMET_RT_SUCCESS)
+    return 0;
   size_t worst = comet_rt_codec_max_compressed_size(codec, COMET_RT_DTYPE_F32,
                                                     static_cast<uint64_t>(n));
   if (worst == 0) {
@@ -155,26 +189,14 @@ int64_t _mlir_ciface_comet_rt_compress(comet_rt_context *ctx,
   hdr->site = site;
   std::memcpy(hdr + 1, scratch, outSize);
   comet_rt_free(scratch);
-  {
-    std::lock_guard<std::mutex> lock(t.mu);
-    if (static_cast<size_t>(site) >= t.sites.size())
-      t.sites.resize(site + 1, comet_rt_site_stats{0, 0, 0, 0, 0, 0, -1, 0});
-    comet_rt_site_stats &s = t.sites[site];
-    s.calls += 1;
-    s.bytes_in += n * 4;
-    s.bytes_out += static_cast<int64_t>(total);
-    s.last_bytes_in = n * 4;
-    s.last_bytes_out = static_cast<int64_t>(total);
-    s.codec = codec;
-    s.slot = codec == COMET_RT_CODEC_SZ ? slot : -1;
-    s.last_eb = codec == COMET_RT_CODEC_SZ ? eb : 0.0;
-  }
+  comet::rt::siteRecord(ctx, site, codec, slot, eb, n * 4,
+                        static_cast<int64_t>(total));
   comet::rt::resolve(ctx)->trackStepBlock(hdr, /*isHandle=*/true);
   return static_cast<int64_t>(reinterpret_cast<intptr_t>(hdr));
 }
 
-int32_t _mlir_ciface_comet_rt_decompress(comet_rt_context *, int64_t handle,
-                                         comet_rt_memref *y) {
+int32_t comet_rt_cpu_decompress(comet_rt_context *, int64_t handle,
+                                comet_rt_memref *y) {
   lastError.clear();
   HandleHeader *hdr = fromHandle(handle);
   if (!hdr)
@@ -200,10 +222,8 @@ int32_t _mlir_ciface_comet_rt_decompress(comet_rt_context *, int64_t handle,
   return COMET_RT_SUCCESS;
 }
 
-int32_t _mlir_ciface_comet_rt_relu_grad_mask(comet_rt_context *,
-                                             comet_rt_memref *dym,
-                                             int64_t handle,
-                                             comet_rt_memref *dxm) {
+int32_t comet_rt_cpu_relu_grad_mask(comet_rt_context *, comet_rt_memref *dym,
+                                    int64_t handle, comet_rt_memref *dxm) {
   lastError.clear();
   HandleHeader *hdr = fromHandle(handle);
   if (!hdr)
@@ -244,7 +264,7 @@ int32_t _mlir_ciface_comet_rt_relu_grad_mask(comet_rt_context *,
   return COMET_RT_SUCCESS;
 }
 
-void _mlir_ciface_comet_rt_handle_free(comet_rt_context *ctx, int64_t handle) {
+void comet_rt_cpu_handle_free(comet_rt_context *ctx, int64_t handle) {
   if (HandleHeader *hdr = fromHandle(handle)) {
     comet::rt::resolve(ctx)->untrackStepBlock(hdr);
     hdr->magic = 0;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Backend.h"
 #include "Dnnl.h"
 #include "comet/runtime/exec.h"
 
@@ -66,7 +67,7 @@ int32_t sampleWeights(const char *op, const LossShape &s, const int64_t *lbl,
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(
+int32_t comet_rt_cpu_softmax_cross_entropy_loss(
     comet_rt_context *ctx, comet_rt_memref *sm, comet_rt_memref *lm,
     comet_rt_memref *wm, comet_rt_memref *lossm, comet_rt_memref *lpm,
     int64_t reduction, int64_t ignoreIndex, int64_t hasIgnore) {
@@ -118,7 +119,7 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss(
   });
 }
 
-int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(
+int32_t comet_rt_cpu_softmax_cross_entropy_loss_grad(
     comet_rt_context *ctx, comet_rt_memref *dym, comet_rt_memref *lpm,
     comet_rt_memref *lm, comet_rt_memref *wm, comet_rt_memref *dxm,
     int64_t reduction, int64_t ignoreIndex, int64_t hasIgnore) {
@@ -158,12 +159,11 @@ int32_t _mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(
   return ok();
 }
 
-int32_t
-_mlir_ciface_comet_rt_maxpool2d(comet_rt_context *ctx, comet_rt_memref *xm,
-                                comet_rt_memref *ym, comet_rt_memref *im,
-                                int64_t kH, int64_t kW, int64_t sH, int64_t sW,
-                                int64_t pT, int64_t pL, int64_t pB, int64_t pR,
-                                int64_t dH, int64_t dW, int64_t storageOrder) {
+int32_t comet_rt_cpu_maxpool2d(comet_rt_context *ctx, comet_rt_memref *xm,
+                               comet_rt_memref *ym, comet_rt_memref *im,
+                               int64_t kH, int64_t kW, int64_t sH, int64_t sW,
+                               int64_t pT, int64_t pL, int64_t pB, int64_t pR,
+                               int64_t dH, int64_t dW, int64_t storageOrder) {
   const char *op = "maxpool2d";
   Tensor x, y, ind;
   COMET_RT_TRY(view(xm, 4, "maxpool X", x));
@@ -227,10 +227,8 @@ _mlir_ciface_comet_rt_maxpool2d(comet_rt_context *ctx, comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_maxpool_grad(comet_rt_context *ctx,
-                                           comet_rt_memref *dym,
-                                           comet_rt_memref *im,
-                                           comet_rt_memref *dxm) {
+int32_t comet_rt_cpu_maxpool_grad(comet_rt_context *ctx, comet_rt_memref *dym,
+                                  comet_rt_memref *im, comet_rt_memref *dxm) {
   const char *op = "maxpool_grad";
   Tensor dy, ind, dx;
   COMET_RT_TRY(view(dym, 4, "maxpool_grad dY", dy));
@@ -268,9 +266,9 @@ int32_t _mlir_ciface_comet_rt_maxpool_grad(comet_rt_context *ctx,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_global_average_pool(comet_rt_context *ctx,
-                                                  comet_rt_memref *xm,
-                                                  comet_rt_memref *ym) {
+int32_t comet_rt_cpu_global_average_pool(comet_rt_context *ctx,
+                                         comet_rt_memref *xm,
+                                         comet_rt_memref *ym) {
   const char *op = "global_average_pool";
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "gap X", x));
@@ -293,9 +291,8 @@ int32_t _mlir_ciface_comet_rt_global_average_pool(comet_rt_context *ctx,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_shape(comet_rt_context *ctx, comet_rt_memref *xm,
-                                    comet_rt_memref *ym, int64_t start,
-                                    int64_t end) {
+int32_t comet_rt_cpu_shape(comet_rt_context *ctx, comet_rt_memref *xm,
+                           comet_rt_memref *ym, int64_t start, int64_t end) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 1, "shape X", x));
   COMET_RT_TRY(view(ym, 8, "shape Y", y));
@@ -315,9 +312,9 @@ int32_t _mlir_ciface_comet_rt_shape(comet_rt_context *ctx, comet_rt_memref *xm,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_reshape(comet_rt_context *ctx,
-                                      comet_rt_memref *xm, comet_rt_memref *sm,
-                                      comet_rt_memref *ym, int64_t allowzero) {
+int32_t comet_rt_cpu_reshape(comet_rt_context *ctx, comet_rt_memref *xm,
+                             comet_rt_memref *sm, comet_rt_memref *ym,
+                             int64_t allowzero) {
   const char *op = "reshape";
   Tensor x, s, y;
   COMET_RT_TRY(view(xm, 4, "reshape X", x));
@@ -354,9 +351,8 @@ int32_t _mlir_ciface_comet_rt_reshape(comet_rt_context *ctx,
   return ok();
 }
 
-int32_t _mlir_ciface_comet_rt_flatten(comet_rt_context *ctx,
-                                      comet_rt_memref *xm, comet_rt_memref *ym,
-                                      int64_t axis) {
+int32_t comet_rt_cpu_flatten(comet_rt_context *ctx, comet_rt_memref *xm,
+                             comet_rt_memref *ym, int64_t axis) {
   Tensor x, y;
   COMET_RT_TRY(view(xm, 4, "flatten X", x));
   COMET_RT_TRY(view(ym, 4, "flatten Y", y));

@@ -238,9 +238,8 @@ int32_t comet_rt_slot_stats_enabled(comet_rt_context *ctx) {
   return table(ctx).enabled.load(std::memory_order_relaxed);
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_context *ctx,
-                                               comet_rt_memref *x, int64_t slot,
-                                               int64_t consumer) {
+int32_t comet_rt_cpu_slot_observe_act(comet_rt_context *ctx, comet_rt_memref *x,
+                                      int64_t slot, int64_t consumer) {
   const float *p;
   int64_t n;
   std::vector<int64_t> shape;
@@ -304,10 +303,9 @@ int32_t _mlir_ciface_comet_rt_slot_observe_act(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx,
-                                                comet_rt_memref *dy,
-                                                int64_t slot,
-                                                int64_t consumer) {
+int32_t comet_rt_cpu_slot_observe_grad(comet_rt_context *ctx,
+                                       comet_rt_memref *dy, int64_t slot,
+                                       int64_t consumer) {
   const float *p;
   int64_t n;
   std::vector<int64_t> shape;
@@ -400,9 +398,8 @@ int32_t _mlir_ciface_comet_rt_slot_observe_grad(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_slot_observe_max(comet_rt_context *ctx,
-                                               comet_rt_memref *t, int64_t slot,
-                                               int64_t consumer) {
+int32_t comet_rt_cpu_slot_observe_max(comet_rt_context *ctx, comet_rt_memref *t,
+                                      int64_t slot, int64_t consumer) {
   const float *p;
   int64_t n;
   int32_t status;

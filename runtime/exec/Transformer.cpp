@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Backend.h"
 #include "Dnnl.h"
 #include "comet/runtime/exec.h"
 
@@ -120,7 +121,7 @@ void forEachSliced(const std::vector<int64_t> &dims, const SliceSpec &s, F f) {
 
 extern "C" {
 
-int32_t _mlir_ciface_comet_rt_transpose(comet_rt_context *ctx,
+int32_t comet_rt_cpu_transpose(comet_rt_context *ctx,
                                         comet_rt_memref *xm,
                                         comet_rt_memref *ym,
                                         comet_rt_memref *pm) {
@@ -172,7 +173,7 @@ int32_t _mlir_ciface_comet_rt_transpose(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_fused_matmul(comet_rt_context *ctx,
+int32_t comet_rt_cpu_fused_matmul(comet_rt_context *ctx,
                                            comet_rt_memref *am,
                                            comet_rt_memref *bm,
                                            comet_rt_memref *ym, float alpha,
@@ -252,7 +253,7 @@ int32_t _mlir_ciface_comet_rt_fused_matmul(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_layer_norm(
+int32_t comet_rt_cpu_layer_norm(
     comet_rt_context *ctx, comet_rt_memref *xm, comet_rt_memref *scm,
     comet_rt_memref *bm, comet_rt_memref *ym, comet_rt_memref *mm,
     comet_rt_memref *im, int64_t axis, float epsilon) {
@@ -314,7 +315,7 @@ int32_t _mlir_ciface_comet_rt_layer_norm(
   });
 }
 
-int32_t _mlir_ciface_comet_rt_layer_norm_grad(
+int32_t comet_rt_cpu_layer_norm_grad(
     comet_rt_context *ctx, comet_rt_memref *dym, comet_rt_memref *xm,
     comet_rt_memref *scm, comet_rt_memref *mm, comet_rt_memref *im,
     comet_rt_memref *dxm, comet_rt_memref *dscm, comet_rt_memref *dbm,
@@ -391,7 +392,7 @@ int32_t _mlir_ciface_comet_rt_layer_norm_grad(
   });
 }
 
-int32_t _mlir_ciface_comet_rt_softmax_grad(comet_rt_context *ctx,
+int32_t comet_rt_cpu_softmax_grad(comet_rt_context *ctx,
                                            comet_rt_memref *dym,
                                            comet_rt_memref *ym,
                                            comet_rt_memref *dxm, int64_t axis) {
@@ -429,7 +430,7 @@ int32_t _mlir_ciface_comet_rt_softmax_grad(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_bias_gelu(comet_rt_context *ctx,
+int32_t comet_rt_cpu_bias_gelu(comet_rt_context *ctx,
                                         comet_rt_memref *xm,
                                         comet_rt_memref *bm,
                                         comet_rt_memref *ym) {
@@ -466,7 +467,7 @@ int32_t _mlir_ciface_comet_rt_bias_gelu(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_bias_gelu_grad_dx(comet_rt_context *ctx,
+int32_t comet_rt_cpu_bias_gelu_grad_dx(comet_rt_context *ctx,
                                                 comet_rt_memref *dym,
                                                 comet_rt_memref *xm,
                                                 comet_rt_memref *bm,
@@ -511,7 +512,7 @@ int32_t _mlir_ciface_comet_rt_bias_gelu_grad_dx(comet_rt_context *ctx,
   });
 }
 
-int32_t _mlir_ciface_comet_rt_slice(comet_rt_context *ctx, comet_rt_memref *xm,
+int32_t comet_rt_cpu_slice(comet_rt_context *ctx, comet_rt_memref *xm,
                                     comet_rt_memref *sm, comet_rt_memref *em,
                                     comet_rt_memref *am, comet_rt_memref *stm,
                                     comet_rt_memref *ym) {
@@ -534,7 +535,7 @@ int32_t _mlir_ciface_comet_rt_slice(comet_rt_context *ctx, comet_rt_memref *xm,
 }
 
 int32_t
-_mlir_ciface_comet_rt_slice_grad(comet_rt_context *ctx, comet_rt_memref *dym,
+comet_rt_cpu_slice_grad(comet_rt_context *ctx, comet_rt_memref *dym,
                                  comet_rt_memref *shm, comet_rt_memref *sm,
                                  comet_rt_memref *em, comet_rt_memref *am,
                                  comet_rt_memref *stm, comet_rt_memref *dxm) {

@@ -172,9 +172,6 @@ int main(int argc, char **argv) {
   std::string stepPath = argv[optind];
   if (run.epochs <= 0)
     return fail("--epochs must be positive");
-  if (device == "cuda")
-    return fail("--device cuda is not available: this build has no CUDA "
-                "execution backend (only the CPU runtime)");
 
   std::unique_ptr<comet::CompiledStep> step;
   if (std::string e = comet::CompiledStep::load(stepPath, step); !e.empty())
@@ -194,6 +191,8 @@ int main(int argc, char **argv) {
     return fail(e);
 
   comet::Trainer trainer;
+  if (std::string e = trainer.useDevice(device); !e.empty())
+    return fail(e);
   if (std::string e = step->bind(trainer, lr, momentum, /*weightDecay=*/0.0f);
       !e.empty())
     return fail(e);

@@ -213,10 +213,17 @@ int main(int argc, char **argv) {
       argc, argv,
       "comet-train: train an ONNX Runtime training graph with COMET\n");
 
-  if (device == Device::Cuda)
-    return fail("--device cuda is not available: this build has no CUDA "
-                "execution backend (only the CPU runtime)");
   comet::EngineOptions opts = engineFlags.options();
+  if (device == Device::Cuda) {
+    // What reads tensors on the host stays on the CPU (docs/cuda.md).
+    if (opts.compress == comet::CompressMode::Adaptive)
+      return fail("--device cuda does not run the bound tuner: use "
+                  "--compress none or static");
+    if (!dumpGrads.empty() || !measureErrorModel.empty())
+      return fail("--dump-grads and --measure-error-model read tensors on "
+                  "the host: use --device cpu");
+    opts.device = "cuda";
+  }
   comet::tuner::TunerOptions tunerOpts;
   {
     tunerOpts.rule = boundRule;

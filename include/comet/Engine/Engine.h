@@ -71,6 +71,10 @@ struct EngineOptions {
   /// ahead of time): compile() lowers them and binds the buffers, but
   /// step() and evaluate() fail.
   bool jit = true;
+  /// Where the step runs: "cpu" or "cuda" (comet/runtime/device.h). On
+  /// "cuda", parameter(), gradient() and optimizerState() are empty (the
+  /// values are device memory).
+  std::string device = "cpu";
 };
 
 class Engine {

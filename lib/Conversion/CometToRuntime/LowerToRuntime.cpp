@@ -120,7 +120,7 @@ private:
   Value alloc(Value tensor);
   Value allocType(Type tensorType, int32_t category);
   Value resultBuffer(Value result);
-  Value materializeConstant(Value result, DenseElementsAttr data);
+  LogicalResult materializeConstant(Value result, DenseElementsAttr data);
   /// A read-only i64 / f32 memref of `values` in a private global: attribute
   /// arrays (perm, axes) that the runtime takes as tensors. Not allocated.
   Value constMemref(ArrayRef<int64_t> values);
@@ -138,6 +138,8 @@ private:
   /// operand); a status result is checked. Returns the call, or null after
   /// an error.
   func::CallOp emitCall(Fn fn, ArrayRef<Value> args);
+  /// Copies the memref from into to (same type) through the runtime.
+  LogicalResult copy(Value from, Value to);
   /// emitCall for the op being lowered.
   LogicalResult call(Fn fn, ArrayRef<Value> args) {
     return success(emitCall(fn, args) != nullptr);
@@ -241,7 +243,8 @@ Value FuncLowering::resultBuffer(Value result) {
   return m;
 }
 
-Value FuncLowering::materializeConstant(Value result, DenseElementsAttr data) {
+LogicalResult FuncLowering::materializeConstant(Value result,
+                                                DenseElementsAttr data) {
   // The data lives in a private global; the value itself is an allocated
   // copy, so it is counted like every other tensor.
   std::string name = "__comet_const_" + std::to_string(constCounter++);
@@ -255,9 +258,20 @@ Value FuncLowering::materializeConstant(Value result, DenseElementsAttr data) {
   }
   Value g = memref::GetGlobalOp::create(b, loc(), mt, name);
   Value m = resultBuffer(result);
-  if (m)
-    memref::CopyOp::create(b, loc(), g, m);
-  return m;
+  return success(!m || succeeded(copy(g, m)));
+}
+
+LogicalResult FuncLowering::copy(Value from, Value to) {
+  // A runtime call, not memref.copy: the buffer may be device memory.
+  Type elt = cast<MemRefType>(to.getType()).getElementType();
+  if (elt.isF32())
+    return call(Fn::identity, {from, to});
+  if (elt.isInteger(64))
+    return call(Fn::identity_i64, {from, to});
+  if (elt.isInteger(1))
+    return call(Fn::identity_i1, {from, to});
+  return emitError(loc()) << "comet-lower-to-runtime: cannot copy a memref of "
+                          << elt;
 }
 
 Value FuncLowering::constMemref(ArrayRef<int64_t> values) {
@@ -442,7 +456,8 @@ LogicalResult FuncLowering::lowerReturn(func::ReturnOp ret) {
     if (!m)
       return ret.emitError("comet-lower-to-runtime: returned value #")
              << i << " has no buffer";
-    memref::CopyOp::create(b, loc(), m, out);
+    if (failed(copy(m, out)))
+      return failure();
   }
   return success();
 }
@@ -452,11 +467,10 @@ LogicalResult FuncLowering::foldI64(Operation *op) {
   if (!v)
     return op->emitError("comet-lower-to-runtime: integer ")
            << op->getName() << " is only supported on one-element constants";
-  materializeConstant(
+  return materializeConstant(
       op->getResult(0),
       DenseElementsAttr::get(cast<ShapedType>(op->getResult(0).getType()),
                              ArrayRef<int64_t>(*v)));
-  return success();
 }
 
 LogicalResult FuncLowering::emitObserves(Operation *op) {
@@ -492,8 +506,7 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return o.emitError("comet-lower-to-runtime: cannot read the data "
                              "of initializer ")
                  << o.getName();
-        materializeConstant(o.getOutput(), d);
-        return success();
+        return materializeConstant(o.getOutput(), d);
       })
       .Case<ConstantOp>([&](ConstantOp o) -> LogicalResult {
         DenseElementsAttr d;
@@ -503,8 +516,7 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return o.emitError(
               "comet-lower-to-runtime: only tensor-valued Constant is "
               "supported");
-        materializeConstant(o.getOutput(), d);
-        return success();
+        return materializeConstant(o.getOutput(), d);
       })
       .Case<ShapeOp>([&](ShapeOp o) -> LogicalResult {
         // Shapes are static after specialization: a constant.
@@ -523,9 +535,8 @@ LogicalResult FuncLowering::lower(Operation *op) {
         if (t != o.getShape().getType())
           return o.emitError("comet-lower-to-runtime: Shape result type ")
                  << o.getShape().getType() << " does not match " << t;
-        materializeConstant(o.getShape(),
-                            DenseElementsAttr::get(t, ArrayRef(dims)));
-        return success();
+        return materializeConstant(o.getShape(),
+                                   DenseElementsAttr::get(t, ArrayRef(dims)));
       })
       .Case<ConvOp>([&](ConvOp o) -> LogicalResult {
         SmallVector<Value> a = {in(0), in(1), in(2), res(0)};
@@ -660,9 +671,8 @@ LogicalResult FuncLowering::lower(Operation *op) {
         // Static after specialization: a constant.
         auto xt = cast<RankedTensorType>(o.getData().getType());
         auto t = cast<RankedTensorType>(o.getSize().getType());
-        materializeConstant(o.getSize(),
-                            DenseElementsAttr::get(t, {xt.getNumElements()}));
-        return success();
+        return materializeConstant(
+            o.getSize(), DenseElementsAttr::get(t, {xt.getNumElements()}));
       })
       .Case<TransposeOp>([&](TransposeOp o) {
         int64_t r = cast<RankedTensorType>(o.getData().getType()).getRank();

@@ -37,6 +37,8 @@ struct Buffer {
   size_t elemBytes = 4;
   int64_t numel = 1;
   int32_t category = COMET_RT_MEM_OTHER;
+  /// The context's memory: the device's on a CUDA context, so the host
+  /// reaches it through Trainer::copy (f32() is for CPU contexts).
   void *data = nullptr;
   /// {allocated, aligned, offset, sizes[rank], strides[rank]}.
   std::vector<int64_t> desc;
@@ -179,6 +181,9 @@ public:
   /// parameters from `weights`. Input 0 is the batch, input 1 the int64
   /// labels, the first result the loss.
   std::string bindTrain(Entry train, const WeightLookup &weights);
+  /// Runs the step on device ("cpu" or "cuda"); before bindTrain. Fails
+  /// when the runtime has no CUDA backend or the machine no device.
+  std::string useDevice(const std::string &device);
   /// Allocates the optimizer's state for the trainable parameters.
   std::string setupOptimizer(const OptimizerConfig &config);
   /// The eval graph: its parameters are the training graph's buffers, its
@@ -205,6 +210,8 @@ public:
   void resetPeaks();
 
   comet_rt_context *context() const { return rt.get(); }
+  /// Copies between host memory and a buffer's (comet_rt_memcpy).
+  std::string copy(void *dst, const void *src, size_t bytes) const;
   int64_t batchSize() const;
   const std::vector<int64_t> &sampleShape() const { return sample; }
   const std::vector<std::string> &trainableParameters() const {
