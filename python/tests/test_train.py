@@ -105,8 +105,8 @@ def test_missing_dataset_names_the_package(tmp_path):
     assert str(tmp_path / "nowhere") in p.stderr
 
 
+# --device cuda without a device: test/comet-train/no-cuda-device.test.
 @pytest.mark.parametrize("args,msg", [
-    (["--device", "cuda"], "--device cuda is not available"),
     (["--data", "cifar"],
      "for the --data option: Cannot find option named 'cifar'"),
 ])
