@@ -1235,6 +1235,368 @@ inline Grid gridOf(const Header &h) {
   return g;
 }
 
+//===----------------------------------------------------------------------===//
+// Coded chunks (mode 7): a binary range coder with adaptive probabilities
+// (LZMA's: 11-bit probabilities, shift-5 updates, carry through a cached
+// byte) over the residuals of one predictor, with contexts from the left
+// and upper neighbours' values. It goes below one bit per value where the
+// Rice modes cannot (near-constant codes) and fits any distribution's
+// shape; it is chunk-local and one pass, so a GPU can run it one thread per
+// chunk.
+//===----------------------------------------------------------------------===//
+
+using format::kCodedChunkFlag;
+using format::kNumPredictors;
+using format::kPredLeft;
+using format::kPredLorenzo2d;
+using format::kPredPlain;
+using format::kPredUp;
+using format::kV2Coded;
+
+constexpr unsigned kProbBits = 11, kProbMove = 5;
+constexpr uint16_t kProbInit = 1 << (kProbBits - 1);
+constexpr uint32_t kRangeTop = uint32_t(1) << 24;
+constexpr unsigned kNumContexts = 9, kMaxLenBits = 24;
+// The coded part of a chunk: descriptor byte after the chunk header.
+constexpr uint32_t kCodedHeaderSize = kChunkHeaderSize + 1;
+constexpr uint32_t kMinRangeBytes = 5;
+
+struct CodedModel {
+  uint16_t nz[kNumContexts], gt1[kNumContexts], gt2[kNumContexts];
+  uint16_t len[kMaxLenBits + 1];
+  CodedModel() {
+    std::fill(std::begin(nz), std::end(nz), kProbInit);
+    std::fill(std::begin(gt1), std::end(gt1), kProbInit);
+    std::fill(std::begin(gt2), std::end(gt2), kProbInit);
+    std::fill(std::begin(len), std::end(len), kProbInit);
+  }
+};
+
+inline unsigned codedContext(const uint32_t *v, unsigned i, uint64_t w) {
+  unsigned l = i ? std::min<uint32_t>(v[i - 1], 2) : 0;
+  unsigned u = w && i >= w ? std::min<uint32_t>(v[i - w], 2) : 0;
+  return 3 * l + u;
+}
+
+// Writes at most cap bytes; `over` is set when more were needed.
+struct RangeEncoder {
+  uint8_t *out;
+  size_t cap, pos = 0;
+  uint64_t low = 0, cacheSize = 1;
+  uint32_t range = 0xFFFFFFFFu;
+  uint8_t cache = 0;
+  bool over = false;
+  void emit(uint8_t b) {
+    if (pos < cap)
+      out[pos] = b;
+    else
+      over = true;
+    ++pos;
+  }
+  void shiftLow() {
+    if (uint32_t(low) < 0xFF000000u || (low >> 32) != 0) {
+      const uint8_t carry = uint8_t(low >> 32);
+      uint8_t t = cache;
+      do {
+        emit(uint8_t(t + carry));
+        t = 0xFF;
+      } while (--cacheSize != 0);
+      cache = uint8_t(low >> 24);
+    }
+    ++cacheSize;
+    low = (low & 0x00FFFFFFu) << 8;
+  }
+  void bit(uint16_t &p, unsigned b) {
+    const uint32_t bound = (range >> kProbBits) * p;
+    if (!b) {
+      range = bound;
+      p += ((1u << kProbBits) - p) >> kProbMove;
+    } else {
+      low += bound;
+      range -= bound;
+      p -= p >> kProbMove;
+    }
+    while (range < kRangeTop) {
+      range <<= 8;
+      shiftLow();
+    }
+  }
+  void direct(uint32_t v, unsigned bits) { // MSB first
+    while (bits--) {
+      range >>= 1;
+      if ((v >> bits) & 1)
+        low += range;
+      while (range < kRangeTop) {
+        range <<= 8;
+        shiftLow();
+      }
+    }
+  }
+  size_t finish() {
+    for (int i = 0; i < 5; ++i)
+      shiftLow();
+    return pos;
+  }
+};
+
+// Reads only [p, end); `bad` is set on reading past it.
+struct RangeDecoder {
+  const uint8_t *p, *end;
+  uint32_t range = 0xFFFFFFFFu, code = 0;
+  bool bad = false;
+  RangeDecoder(const uint8_t *in, size_t size) : p(in), end(in + size) {
+    if (size < kMinRangeBytes || in[0] != 0) {
+      bad = true;
+      return;
+    }
+    for (int i = 1; i < 5; ++i)
+      code = code << 8 | in[i];
+    p += 5;
+    bad = code == 0xFFFFFFFFu;
+  }
+  uint8_t next() {
+    if (p == end) {
+      bad = true;
+      return 0;
+    }
+    return *p++;
+  }
+  unsigned bit(uint16_t &prob) {
+    const uint32_t bound = (range >> kProbBits) * prob;
+    unsigned b;
+    if (code < bound) {
+      range = bound;
+      prob += ((1u << kProbBits) - prob) >> kProbMove;
+      b = 0;
+    } else {
+      code -= bound;
+      range -= bound;
+      prob -= prob >> kProbMove;
+      b = 1;
+    }
+    if (range < kRangeTop) {
+      range <<= 8;
+      code = code << 8 | next();
+    }
+    return b;
+  }
+  uint32_t direct(unsigned bits) {
+    uint32_t v = 0;
+    while (bits--) {
+      range >>= 1;
+      unsigned b = code >= range;
+      if (b)
+        code -= range;
+      v = v << 1 | b;
+      if (range < kRangeTop) {
+        range <<= 8;
+        code = code << 8 | next();
+      }
+    }
+    return v;
+  }
+  // A valid stream ends with every byte read and the code at 0.
+  bool finished() const { return !bad && p == end && code == 0; }
+};
+
+// v < 2^25: nonzero?, >= 2?, >= 3?, then u = v - 2 as the unary length L of
+// floor(log2 u) (no stop bit at kMaxLenBits) and u's low L bits.
+inline void encodeValue(RangeEncoder &rc, CodedModel &m, unsigned ctx,
+                        uint32_t v) {
+  rc.bit(m.nz[ctx], v != 0);
+  if (!v)
+    return;
+  rc.bit(m.gt1[ctx], v >= 2);
+  if (v < 2)
+    return;
+  rc.bit(m.gt2[ctx], v >= 3);
+  if (v < 3)
+    return;
+  const uint32_t u = v - 2;
+  const unsigned l = 31 - __builtin_clz(u);
+  for (unsigned j = 0; j < l; ++j)
+    rc.bit(m.len[j], 1);
+  if (l < kMaxLenBits)
+    rc.bit(m.len[l], 0);
+  rc.direct(u, l); // the low l bits; the leading one is implied
+}
+
+inline bool decodeValue(RangeDecoder &rc, CodedModel &m, unsigned ctx,
+                        uint32_t &v) {
+  if (!rc.bit(m.nz[ctx])) {
+    v = 0;
+    return true;
+  }
+  if (!rc.bit(m.gt1[ctx])) {
+    v = 1;
+    return true;
+  }
+  if (!rc.bit(m.gt2[ctx])) {
+    v = 2;
+    return true;
+  }
+  unsigned l = 0;
+  while (l < kMaxLenBits && rc.bit(m.len[l]))
+    ++l;
+  const uint32_t u = (uint32_t(1) << l) | rc.direct(l);
+  v = u + 2;
+  return v < (uint32_t(1) << (kMaxWidth + 1));
+}
+
+// The prediction of chunk element i from the reference codes r before it
+// (c0: the chunk's first flat index); the neighbour rules of mode 6.
+inline uint32_t predictCoded(unsigned pred, const int32_t *r, unsigned i,
+                             uint64_t c0, const Grid &g) {
+  if (pred == kPredPlain)
+    return 0;
+  if (pred == kPredLeft)
+    return i ? uint32_t(r[i - 1]) : 0;
+  const uint64_t f = c0 + i;
+  const bool left = f % g.w != 0 && i >= 1;
+  const bool up = f % g.hw >= g.w && i >= g.w;
+  if (pred == kPredLorenzo2d && left && up && i >= g.w + 1)
+    return uint32_t(r[i - 1]) + uint32_t(r[i - g.w]) - uint32_t(r[i - g.w - 1]);
+  if (pred == kPredUp && up)
+    return uint32_t(r[i - g.w]);
+  if (left)
+    return uint32_t(r[i - 1]);
+  if (up)
+    return uint32_t(r[i - g.w]);
+  return 0;
+}
+
+// The values of the present blocks' elements under predictor `pred`, 0
+// elsewhere. r: the chunk's reference codes (0 at outliers and in absent
+// blocks).
+inline void codedValues(unsigned pred, const int32_t *r, unsigned len,
+                        uint64_t bitmap, uint64_t c0, const Grid &g,
+                        uint32_t *v) {
+  std::memset(v, 0, len * sizeof(uint32_t));
+  for (uint64_t m = bitmap; m; m &= m - 1) {
+    const unsigned b = __builtin_ctzll(m), i0 = b * kBlockSize;
+    const unsigned bl = std::min<unsigned>(kBlockSize, len - i0);
+    if (pred == kPredPlain) {
+      for (unsigned j = 0; j < bl; ++j)
+        v[i0 + j] = zigzag(r[i0 + j]);
+    } else if (pred == kPredLorenzo2d) {
+      lorenzo2d(r, i0, bl, c0, g, v + i0);
+    } else if (pred == kPredLeft && i0) {
+      for (unsigned j = 0; j < bl; ++j)
+        v[i0 + j] =
+            zigzag(int32_t(uint32_t(r[i0 + j]) - uint32_t(r[i0 + j - 1])));
+    } else {
+      for (unsigned j = 0; j < bl; ++j)
+        v[i0 + j] = zigzag(int32_t(uint32_t(r[i0 + j]) -
+                                   predictCoded(pred, r, i0 + j, c0, g)));
+    }
+  }
+}
+
+// The encoder's choice of predictor: the least sum of the values' bit
+// lengths over the present blocks, ties to the lower number.
+inline unsigned choosePredictor(const int32_t *r, unsigned len, uint64_t bitmap,
+                                uint64_t c0, const Grid &g, uint32_t *scratch) {
+  unsigned best = kPredPlain;
+  uint64_t bestCost = ~uint64_t(0);
+  for (unsigned pred = 0; pred < kNumPredictors; ++pred) {
+    if (!g.w && (pred == kPredLorenzo2d || pred == kPredUp))
+      continue;
+    codedValues(pred, r, len, bitmap, c0, g, scratch);
+    uint64_t cost = 0;
+    for (unsigned i = 0; i < len; ++i)
+      cost += scratch[i] ? 32 - __builtin_clz(scratch[i]) : 0;
+    if (cost < bestCost) {
+      bestCost = cost;
+      best = pred;
+    }
+  }
+  return best;
+}
+
+// Range-codes the present blocks' values v (in element order) into out;
+// returns the byte count, or 0 if it would exceed cap.
+inline size_t encodeCoded(const uint32_t *v, unsigned len, uint64_t bitmap,
+                          const Grid &g, uint8_t *out, size_t cap) {
+  CodedModel m;
+  RangeEncoder rc{out, cap};
+  const uint64_t w = g.w;
+  for (uint64_t bm = bitmap; bm; bm &= bm - 1) {
+    const unsigned i0 = __builtin_ctzll(bm) * kBlockSize;
+    const unsigned bl = std::min<unsigned>(kBlockSize, len - i0);
+    for (unsigned i = i0; i < i0 + bl; ++i) {
+      encodeValue(rc, m, codedContext(v, i, w), v[i]);
+      if (rc.over)
+        return 0;
+    }
+  }
+  size_t n = rc.finish();
+  return rc.over ? 0 : n;
+}
+
+// Decodes a coded chunk (its u16 carried kCodedChunkFlag): one descriptor
+// byte, the range coder's bytes, the outliers. Reads only [in, in + size).
+template <typename E>
+comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
+                                 uint64_t bitmap, unsigned nOut,
+                                 const QuantParams &qp, uint8_t *out,
+                                 uint64_t *numOutliers, uint64_t c0,
+                                 const Grid &g) {
+  const uint64_t outBytes = uint64_t(nOut) * (2 + E::size);
+  if (size < kCodedHeaderSize + kMinRangeBytes + outBytes)
+    return COMET_RT_ERR_CORRUPT;
+  const unsigned mode = in[kChunkHeaderSize] >> 5;
+  const unsigned pred = in[kChunkHeaderSize] & 31;
+  if (mode != kV2Coded || pred >= kNumPredictors ||
+      (!g.w && (pred == kPredLorenzo2d || pred == kPredUp)))
+    return COMET_RT_ERR_CORRUPT;
+  const uint8_t *idx = in + size - outBytes, *val = idx + 2 * nOut;
+  uint64_t outMask[kChunkBlocks] = {};
+  for (unsigned k = 0, prev = 0; k < nOut; ++k) {
+    unsigned i = loadLE<uint16_t>(idx + 2 * k);
+    if (i >= len || (k > 0 && i <= prev) || !((bitmap >> (i / kBlockSize)) & 1))
+      return COMET_RT_ERR_CORRUPT;
+    prev = i;
+    outMask[i / kBlockSize] |= uint64_t(1) << (i % kBlockSize);
+  }
+  alignas(64) int32_t r[kChunkElems];
+  alignas(64) uint32_t v[kChunkElems];
+  std::memset(r, 0, len * sizeof(int32_t));
+  std::memset(v, 0, len * sizeof(uint32_t));
+  CodedModel m;
+  RangeDecoder rc(in + kCodedHeaderSize, idx - (in + kCodedHeaderSize));
+  if (rc.bad)
+    return COMET_RT_ERR_CORRUPT;
+  const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+  for (unsigned b = 0; b < nbk; ++b) {
+    const unsigned i0 = b * kBlockSize;
+    const unsigned bl = unsigned(std::min<uint64_t>(kBlockSize, len - i0));
+    uint8_t *dst = out + size_t(i0) * E::size;
+    if (!((bitmap >> b) & 1)) {
+      std::memset(dst, 0, size_t(bl) * E::size);
+      continue;
+    }
+    for (unsigned j = 0; j < bl; ++j) {
+      const unsigned i = i0 + j;
+      if (!decodeValue(rc, m, codedContext(v, i, g.w), v[i]) || rc.bad)
+        return COMET_RT_ERR_CORRUPT;
+      // Wraps on bad input; an outlier's reference code is 0.
+      r[i] = (outMask[b] >> j) & 1 ? 0
+                                   : int32_t(uint32_t(unzigzag(v[i])) +
+                                             predictCoded(pred, r, i, c0, g));
+    }
+    for (unsigned j = 0; j < bl; ++j)
+      E::storeBits(dst + j * E::size, E::fromFloat(float(r[i0 + j]) * qp.step));
+  }
+  if (!rc.finished())
+    return COMET_RT_ERR_CORRUPT;
+  for (unsigned k = 0; k < nOut; ++k) {
+    unsigned i = loadLE<uint16_t>(idx + 2 * k);
+    std::memcpy(out + size_t(i) * E::size, val + E::size * k, E::size);
+  }
+  *numOutliers += nOut;
+  return COMET_RT_OK;
+}
+
 struct PlanV2 {
   uint8_t mode = kV2Dense, param = 0;
   bool present = false, hasAux = false;
@@ -1391,7 +1753,8 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
   alignas(64) uint8_t bodies[kChunkElems * 4 + 64];
   alignas(64) uint8_t stage[kStageV2];
   uint64_t bitmap = 0;
-  unsigned nd = 0, na = 0, nOut = 0;
+  unsigned nd = 0, na = 0, nOut = 0, nSparse = 0;
+  bool anyRaw = false;
   size_t bodyBytes = 0;
   for (unsigned b = 0; b < nbk; ++b) {
     unsigned bl =
@@ -1403,6 +1766,8 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
     if (!p.present)
       continue;
     bitmap |= uint64_t(1) << b;
+    anyRaw |= p.mode == kV2Raw;
+    nSparse += p.mode == kV2SparseSigned || p.mode == kV2SparsePositive;
     desc[nd++] = uint8_t(p.mode << 5 | p.param);
     if (p.hasAux)
       aux[na++] = p.aux;
@@ -1413,7 +1778,35 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
   }
   if (!bitmap)
     return 0; // an all-zero chunk: size 0, no bytes
+  const size_t outBytes = size_t(nOut) * (2 + E::size);
+  const size_t blockBytes = kChunkHeaderSize + nd + na + bodyBytes + outBytes;
   uint8_t *o = dst;
+  // A coded chunk, where it is smaller; not tried where sparse blocks (a
+  // post-ReLU chunk, cheap already) or raw blocks (incompressible) are
+  // frequent, so that those keep their speed.
+  if (!anyRaw && nSparse * 8 <= nd &&
+      blockBytes > kCodedHeaderSize + kMinRangeBytes + outBytes) {
+    alignas(64) uint32_t v[kChunkElems];
+    const unsigned n = unsigned(len);
+    const unsigned pred = choosePredictor(r, n, bitmap, c0, g, v);
+    codedValues(pred, r, n, bitmap, c0, g, v);
+    size_t rcBytes = encodeCoded(v, n, bitmap, g, o + kCodedHeaderSize,
+                                 blockBytes - 1 - kCodedHeaderSize - outBytes);
+    if (rcBytes) {
+      storeLE<uint64_t>(o, bitmap);
+      storeLE<uint16_t>(o + 8, uint16_t(nOut | kCodedChunkFlag));
+      o[kChunkHeaderSize] = uint8_t(kV2Coded << 5 | pred);
+      o += kCodedHeaderSize + rcBytes;
+      for (unsigned k = 0; k < nOut; ++k)
+        storeLE<uint16_t>(o + 2 * k, outIdx[k]);
+      o += 2 * nOut;
+      for (unsigned k = 0; k < nOut; ++k)
+        std::memcpy(o + E::size * k, x + size_t(outIdx[k]) * E::size, E::size);
+      o += E::size * nOut;
+      *numOutliers += nOut;
+      return size_t(o - dst);
+    }
+  }
   storeLE<uint64_t>(o, bitmap);
   storeLE<uint16_t>(o + 8, uint16_t(nOut));
   o += kChunkHeaderSize;
@@ -1534,9 +1927,12 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
   if (size < kChunkHeaderSize)
     return COMET_RT_ERR_CORRUPT;
   const uint64_t bitmap = loadLE<uint64_t>(in);
-  const unsigned nOut = loadLE<uint16_t>(in + 8);
+  unsigned nOut = loadLE<uint16_t>(in + 8);
   if (!bitmap || (nbk < 64 && (bitmap >> nbk)))
     return COMET_RT_ERR_CORRUPT;
+  if (nOut & kCodedChunkFlag)
+    return decodeCodedChunk<E>(in, size, len, bitmap, nOut & ~kCodedChunkFlag,
+                               qp, out, numOutliers, c0, g);
   const unsigned nd = popcount64(bitmap);
   uint64_t pos = kChunkHeaderSize;
   if (pos + nd > size)
