@@ -5,10 +5,14 @@ same absolute error bounds, and prints a table and writes JSON:
 
     .venv/bin/python -m comet.bench_codec [--activations DIR] [--json OUT]
 
-The activations come in four classes (dump_classes): post_relu (Relu
-outputs), dense (Conv, BatchNormalization and Gemm outputs), softmax and gelu
-(numpy softmax / exact GELU applied to the dense tensors), all from an ONNX
-Runtime forward pass of the fixture models on Fashion-MNIST test images.
+The activations come in four classes. By default (--data real, dump_real)
+they are the forward tensors of the exported PyTorch models cnn, transformer,
+resnet18 and mobilenet_v2, from their training graphs run in ONNX Runtime on
+Fashion-MNIST test images: post_relu (Relu, ReLU6 outputs), dense (Conv,
+BatchNorm, Gemm, MatMul outputs), softmax (the attention Softmax outputs) and
+gelu (the BiasGelu outputs). --data fixtures (dump_classes) is the older set:
+the fixture models' eval graphs, with numpy softmax / exact GELU applied to
+their dense tensors.
 
 Our codec is called through a ctypes binding of the C ABI in
 runtime/include/comet/runtime/codec.h (libCometCodec.so). Throughput is
@@ -282,13 +286,89 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 DENSE_OPS = ("Conv", "BatchNormalization", "Gemm")
+TORCH_MODELS = ("cnn", "transformer", "resnet18", "mobilenet_v2")
+# Forward ops of the training graphs and the class of their first output.
+REAL_CLASSES = {
+    "Relu": "post_relu", "Clip": "post_relu",  # mobilenet_v2's ReLU6 is Clip(x, 0, 6)
+    "Conv": "dense", "BatchNormInternal": "dense", "BatchNormalization": "dense",
+    "Gemm": "dense", "MatMul": "dense", "FusedMatMul": "dense",
+    "Softmax": "softmax",
+    "BiasGelu": "gelu", "Gelu": "gelu", "FastGelu": "gelu",
+}
+LOSS_OPS = ("SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossInternal")
+
+
+def forward_tensors(graph) -> list[tuple[str, str]]:
+    """(output name, class) of the forward nodes of a training graph: those
+    before its loss, whose op type REAL_CLASSES names (a Clip only if its
+    lower bound is the constant 0, i.e. a ReLU6)."""
+    from onnx import numpy_helper
+
+    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    consts.update({n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in graph.node
+                   if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"})
+    out = []
+    for n in graph.node:
+        if n.op_type in LOSS_OPS:
+            break
+        cls = REAL_CLASSES.get(n.op_type)
+        if cls is None:
+            continue
+        if n.op_type == "Clip":
+            lo = consts.get(n.input[1]) if len(n.input) > 1 else None
+            if lo is None or float(np.asarray(lo).reshape(-1)[0]) != 0.0:
+                continue
+        out.append((n.output[0], cls))
+    return out
+
+
+def dump_real(out_dir: Path, batch: int = 64, models=TORCH_MODELS,
+              torch_models_dir: Path | None = None, seed: int = 0) -> list[Path]:
+    """Runs each exported PyTorch model's training_model.onnx forward (and
+    backward) in ONNX Runtime on the first `batch` Fashion-MNIST test images,
+    with its checkpoint's weights, and saves <class>__<model>__<tensor>.npy
+    for every forward tensor forward_tensors() classifies.  cnn and
+    transformer are checked in (test/fixtures/models); resnet18 and
+    mobilenet_v2 come from `torch_models_dir` (default
+    $COMET_BUILD_DIR/models, made by scripts/export-torch-models.sh).  A
+    model that is not there is an error."""
+    import re
+
+    import onnx
+
+    from comet.activations import MODELS_DIR
+    from comet.data import load_fashion_mnist
+    from comet.ort_reference import run_training_graph
+
+    torch_models_dir = Path(torch_models_dir or _build_dir() / "models")
+    images, labels = load_fashion_mnist("test", limit=batch)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for m in models:
+        d = MODELS_DIR / m
+        if not (d / "training_model.onnx").exists():
+            d = torch_models_dir / m
+        if not (d / "training_model.onnx").exists():
+            raise FileNotFoundError(
+                f"{m}: no training_model.onnx in {MODELS_DIR / m} nor {d} "
+                "(scripts/export-torch-models.sh makes resnet18 and mobilenet_v2)")
+        wanted = forward_tensors(onnx.load(str(d / "training_model.onnx")).graph)
+        values = run_training_graph(d, images, labels, [n for n, _ in wanted], seed)
+        for name, cls in wanted:
+            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+            p = out_dir / f"{cls}__{m}__{safe}.npy"
+            np.save(p, np.ascontiguousarray(values[name], dtype=np.float32))
+            paths.append(p)
+    return paths
 
 
 def dump_classes(out_dir: Path, batch: int = 64, models=("lenet", "mlp", "resnet", "vgg")) -> list[Path]:
-    """Runs each fixture model's eval graph on `batch` Fashion-MNIST test
-    images in ONNX Runtime and saves <class>__<model>__<tensor>.npy: Relu
-    outputs as post_relu, Conv/BatchNormalization/Gemm outputs as dense, and
-    softmax() and gelu() of each dense tensor as softmax and gelu."""
+    """The synthetic data set (--data fixtures): runs each fixture model's
+    eval graph on `batch` Fashion-MNIST test images in ONNX Runtime and saves
+    <class>__<model>__<tensor>.npy: Relu outputs as post_relu,
+    Conv/BatchNormalization/Gemm outputs as dense, and softmax() and gelu()
+    of each dense tensor as softmax and gelu."""
     import re
 
     import onnx
@@ -385,6 +465,10 @@ def speed_and_ratio_vs_sz3(result: dict) -> list[dict]:
     return out
 
 
+def _build_dir() -> Path:
+    return Path(os.environ.get("COMET_BUILD_DIR", REPO / "build"))
+
+
 def load_tensors(directory: Path) -> dict[str, np.ndarray]:
     return {p.stem: np.load(p) for p in sorted(Path(directory).glob("*.npy"))}
 
@@ -400,9 +484,17 @@ def format_vs_sz3(rows: list[dict]) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    build = Path(os.environ.get("COMET_BUILD_DIR", REPO / "build"))
-    ap.add_argument("--activations", default=str(build / "activations_classes"),
-                    help="folder of .npy activations (dumped there by dump_classes if empty)")
+    build = _build_dir()
+    ap.add_argument("--data", default="real", choices=("real", "fixtures"),
+                    help="real: the exported PyTorch models' activations (dump_real); "
+                         "fixtures: the fixture models' with synthetic softmax/gelu (dump_classes)")
+    ap.add_argument("--activations", default=None,
+                    help="folder of .npy activations (dumped there if empty; default "
+                         "$COMET_BUILD_DIR/activations_real or activations_classes)")
+    ap.add_argument("--torch-models", default=str(build / "models"),
+                    help="folder with resnet18/ and mobilenet_v2/ (scripts/export-torch-models.sh)")
+    ap.add_argument("--models", default=None,
+                    help="comma list of models to dump (default: all four of --data)")
     ap.add_argument("--batch", type=int, default=64, help="images per dump")
     ap.add_argument("--eb", default="1e-2,1e-3,1e-4")
     ap.add_argument("--repeat", type=int, default=5)
@@ -412,9 +504,18 @@ def main(argv=None):
     ap.add_argument("--lib", default=None, help="path of libCometCodec.so")
     args = ap.parse_args(argv)
 
+    if args.activations is None:
+        args.activations = str(build / ("activations_real" if args.data == "real"
+                                        else "activations_classes"))
     tensors = load_tensors(Path(args.activations))
     if not tensors:
-        dump_classes(Path(args.activations), batch=args.batch)
+        if args.data == "real":
+            models = args.models.split(",") if args.models else TORCH_MODELS
+            dump_real(Path(args.activations), batch=args.batch, models=models,
+                      torch_models_dir=Path(args.torch_models))
+        else:
+            models = args.models.split(",") if args.models else ("lenet", "mlp", "resnet", "vgg")
+            dump_classes(Path(args.activations), batch=args.batch, models=models)
         tensors = load_tensors(Path(args.activations))
     if not tensors:
         sys.exit(f"no activations in {args.activations} and none could be dumped")
