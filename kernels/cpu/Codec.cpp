@@ -1256,26 +1256,38 @@ using format::kV2Coded;
 constexpr unsigned kProbBits = 11, kProbMove = 5;
 constexpr uint16_t kProbInit = 1 << (kProbBits - 1);
 constexpr uint32_t kRangeTop = uint32_t(1) << 24;
-constexpr unsigned kNumContexts = 9, kMaxLenBits = 24;
-// The coded part of a chunk: descriptor byte after the chunk header.
-constexpr uint32_t kCodedHeaderSize = kChunkHeaderSize + 1;
+constexpr unsigned kNumContexts = 9, kNumLenContexts = 16, kWideContext = 4;
+// A coded chunk's fixed part: the chunk header, the descriptor and the u16
+// length of the range coder's bytes.
+constexpr uint32_t kCodedHeaderSize = kChunkHeaderSize + 3;
 constexpr uint32_t kMinRangeBytes = 5;
+
+inline unsigned bitLength(uint32_t v) { return v ? 32 - __builtin_clz(v) : 0; }
 
 struct CodedModel {
   uint16_t nz[kNumContexts], gt1[kNumContexts], gt2[kNumContexts];
-  uint16_t len[kMaxLenBits + 1];
+  uint16_t len[kNumLenContexts][32]; // a 5-level binary tree, nodes 1..31
   CodedModel() {
     std::fill(std::begin(nz), std::end(nz), kProbInit);
     std::fill(std::begin(gt1), std::end(gt1), kProbInit);
     std::fill(std::begin(gt2), std::end(gt2), kProbInit);
-    std::fill(std::begin(len), std::end(len), kProbInit);
+    for (auto &t : len)
+      std::fill(std::begin(t), std::end(t), kProbInit);
   }
 };
 
-inline unsigned codedContext(const uint32_t *v, unsigned i, uint64_t w) {
-  unsigned l = i ? std::min<uint32_t>(v[i - 1], 2) : 0;
-  unsigned u = w && i >= w ? std::min<uint32_t>(v[i - w], 2) : 0;
-  return 3 * l + u;
+// The contexts of chunk element i from the values v of its left (i - 1)
+// and upper (i - w) elements in the chunk: nz's from their values capped
+// at 2, the length tree's from their bit lengths.
+struct CodedContext {
+  unsigned nz, len;
+};
+inline CodedContext codedContext(const uint32_t *v, unsigned i, uint64_t w) {
+  const uint32_t l = i ? v[i - 1] : 0;
+  const uint32_t u = w ? (i >= w ? v[i - w] : 0) : l;
+  const unsigned a = bitLength(l), b = bitLength(u);
+  return {3 * std::min<uint32_t>(l, 2) + (w ? std::min<uint32_t>(u, 2) : 0),
+          std::min<unsigned>((a + b + 1) / 2, kNumLenContexts - 1)};
 }
 
 // Writes at most cap bytes; `over` is set when more were needed.
@@ -1306,30 +1318,16 @@ struct RangeEncoder {
     ++cacheSize;
     low = (low & 0x00FFFFFFu) << 8;
   }
+  // Probabilities stay in [31, 2017], so one renormalization suffices.
   void bit(uint16_t &p, unsigned b) {
     const uint32_t bound = (range >> kProbBits) * p;
-    if (!b) {
-      range = bound;
-      p += ((1u << kProbBits) - p) >> kProbMove;
-    } else {
-      low += bound;
-      range -= bound;
-      p -= p >> kProbMove;
-    }
-    while (range < kRangeTop) {
+    low += bound & (0u - b);
+    range = b ? range - bound : bound;
+    p = b ? uint16_t(p - (p >> kProbMove))
+          : uint16_t(p + (((1u << kProbBits) - p) >> kProbMove));
+    if (range < kRangeTop) {
       range <<= 8;
       shiftLow();
-    }
-  }
-  void direct(uint32_t v, unsigned bits) { // MSB first
-    while (bits--) {
-      range >>= 1;
-      if ((v >> bits) & 1)
-        low += range;
-      while (range < kRangeTop) {
-        range <<= 8;
-        shiftLow();
-      }
     }
   }
   size_t finish() {
@@ -1354,106 +1352,132 @@ struct RangeDecoder {
     p += 5;
     bad = code == 0xFFFFFFFFu;
   }
-  uint8_t next() {
-    if (p == end) {
-      bad = true;
-      return 0;
-    }
-    return *p++;
-  }
   unsigned bit(uint16_t &prob) {
     const uint32_t bound = (range >> kProbBits) * prob;
-    unsigned b;
-    if (code < bound) {
-      range = bound;
-      prob += ((1u << kProbBits) - prob) >> kProbMove;
-      b = 0;
-    } else {
-      code -= bound;
-      range -= bound;
-      prob -= prob >> kProbMove;
-      b = 1;
-    }
+    const unsigned b = code >= bound;
+    code -= bound & (0u - b);
+    range = b ? range - bound : bound;
+    prob = b ? uint16_t(prob - (prob >> kProbMove))
+             : uint16_t(prob + (((1u << kProbBits) - prob) >> kProbMove));
     if (range < kRangeTop) {
       range <<= 8;
-      code = code << 8 | next();
+      if (p == end)
+        bad = true;
+      else
+        code = code << 8 | *p++;
     }
     return b;
-  }
-  uint32_t direct(unsigned bits) {
-    uint32_t v = 0;
-    while (bits--) {
-      range >>= 1;
-      unsigned b = code >= range;
-      if (b)
-        code -= range;
-      v = v << 1 | b;
-      if (range < kRangeTop) {
-        range <<= 8;
-        code = code << 8 | next();
-      }
-    }
-    return v;
   }
   // A valid stream ends with every byte read and the code at 0.
   bool finished() const { return !bad && p == end && code == 0; }
 };
 
-// v < 2^25: nonzero?, >= 2?, >= 3?, then u = v - 2 as the unary length L of
-// floor(log2 u) (no stop bit at kMaxLenBits) and u's low L bits.
-inline void encodeValue(RangeEncoder &rc, CodedModel &m, unsigned ctx,
-                        uint32_t v) {
-  rc.bit(m.nz[ctx], v != 0);
+// LSB-first reader of the raw bits; `bad` past the end.
+struct RawBitReader {
+  const uint8_t *p;
+  uint64_t size, pos = 0; // bits
+  bool bad = false;
+  uint32_t get(unsigned bits) { // bits <= 25
+    if (pos + bits > size * 8) {
+      bad = true;
+      return 0;
+    }
+    uint64_t word = 0;
+    const uint64_t byte = pos / 8;
+    std::memcpy(&word, p + byte, std::min<uint64_t>(8, size - byte));
+    pos += bits;
+    return uint32_t(word >> (pos - bits - byte * 8)) & ((1u << bits) - 1);
+  }
+};
+
+// A number below 32 as a 5-level binary tree, most significant bit first;
+// t[node] for nodes 1..31.
+inline void encodeTree(RangeEncoder &rc, uint16_t *t, unsigned x) {
+  unsigned node = 1;
+  for (int j = 4; j >= 0; --j) {
+    const unsigned b = (x >> j) & 1;
+    rc.bit(t[node], b);
+    node = node * 2 + b;
+  }
+}
+inline unsigned decodeTree(RangeDecoder &rc, uint16_t *t) {
+  unsigned node = 1;
+  for (int j = 0; j < 5; ++j)
+    node = node * 2 + rc.bit(t[node]);
+  return node - 32;
+}
+
+// Where the neighbours are wide (len context >= kWideContext): L = the bit
+// length of v (0..25) as a tree (models len[lctx]) and the L - 1 bits of v
+// below its leading one, raw. Else v != 0, v >= 2, v >= 3 (models nz, gt1,
+// gt2 [ctx]); then for
+// u = v - 2, L = floor(log2 u) (0..24) as a 5-bit binary tree, most
+// significant bit first (models len[lctx]), and the L bits of u below its
+// leading one, raw.
+inline void encodeValue(RangeEncoder &rc, BitWriter &raw, CodedModel &m,
+                        CodedContext c, uint32_t v) {
+  if (c.len >= kWideContext) {
+    const unsigned l = bitLength(v);
+    encodeTree(rc, m.len[c.len], l);
+    if (l >= 2)
+      raw.put(v & ((1u << (l - 1)) - 1), l - 1);
+    return;
+  }
+  rc.bit(m.nz[c.nz], v != 0);
   if (!v)
     return;
-  rc.bit(m.gt1[ctx], v >= 2);
+  rc.bit(m.gt1[c.nz], v >= 2);
   if (v < 2)
     return;
-  rc.bit(m.gt2[ctx], v >= 3);
+  rc.bit(m.gt2[c.nz], v >= 3);
   if (v < 3)
     return;
   const uint32_t u = v - 2;
   const unsigned l = 31 - __builtin_clz(u);
-  for (unsigned j = 0; j < l; ++j)
-    rc.bit(m.len[j], 1);
-  if (l < kMaxLenBits)
-    rc.bit(m.len[l], 0);
-  rc.direct(u, l); // the low l bits; the leading one is implied
+  encodeTree(rc, m.len[c.len], l);
+  if (l)
+    raw.put(u & ((1u << l) - 1), l);
 }
 
-inline bool decodeValue(RangeDecoder &rc, CodedModel &m, unsigned ctx,
-                        uint32_t &v) {
-  if (!rc.bit(m.nz[ctx])) {
+inline bool decodeValue(RangeDecoder &rc, RawBitReader &raw, CodedModel &m,
+                        CodedContext c, uint32_t &v) {
+  if (c.len >= kWideContext) {
+    const unsigned l = decodeTree(rc, m.len[c.len]);
+    if (l > kMaxWidth + 1)
+      return false;
+    v = l == 0 ? 0 : l == 1 ? 1 : (1u << (l - 1)) | raw.get(l - 1);
+    return v < (uint32_t(1) << (kMaxWidth + 1));
+  }
+  if (!rc.bit(m.nz[c.nz])) {
     v = 0;
     return true;
   }
-  if (!rc.bit(m.gt1[ctx])) {
+  if (!rc.bit(m.gt1[c.nz])) {
     v = 1;
     return true;
   }
-  if (!rc.bit(m.gt2[ctx])) {
+  if (!rc.bit(m.gt2[c.nz])) {
     v = 2;
     return true;
   }
-  unsigned l = 0;
-  while (l < kMaxLenBits && rc.bit(m.len[l]))
-    ++l;
-  const uint32_t u = (uint32_t(1) << l) | rc.direct(l);
-  v = u + 2;
+  const unsigned l = decodeTree(rc, m.len[c.len]);
+  if (l > kMaxWidth)
+    return false;
+  v = ((1u << l) | (l ? raw.get(l) : 0)) + 2;
   return v < (uint32_t(1) << (kMaxWidth + 1));
 }
 
 // The prediction of chunk element i from the reference codes r before it
-// (c0: the chunk's first flat index); the neighbour rules of mode 6.
+// (c0: the chunk's first flat index; col, inPlane: (c0 + i) modulo the last
+// dim and the last two dims' product); the neighbour rules of mode 6.
 inline uint32_t predictCoded(unsigned pred, const int32_t *r, unsigned i,
-                             uint64_t c0, const Grid &g) {
+                             uint64_t col, uint64_t inPlane, const Grid &g) {
   if (pred == kPredPlain)
     return 0;
   if (pred == kPredLeft)
     return i ? uint32_t(r[i - 1]) : 0;
-  const uint64_t f = c0 + i;
-  const bool left = f % g.w != 0 && i >= 1;
-  const bool up = f % g.hw >= g.w && i >= g.w;
+  const bool left = col != 0 && i >= 1;
+  const bool up = inPlane >= g.w && i >= g.w;
   if (pred == kPredLorenzo2d && left && up && i >= g.w + 1)
     return uint32_t(r[i - 1]) + uint32_t(r[i - g.w]) - uint32_t(r[i - g.w - 1]);
   if (pred == kPredUp && up)
@@ -1465,6 +1489,44 @@ inline uint32_t predictCoded(unsigned pred, const int32_t *r, unsigned i,
   return 0;
 }
 
+// The values of chunk elements [i0, i0 + len) under predictor `pred`.
+inline void predictBlock(unsigned pred, const int32_t *r, unsigned i0,
+                         unsigned len, uint64_t c0, const Grid &g,
+                         uint32_t *v) {
+  const int32_t *x = r + i0;
+  if (pred == kPredPlain) {
+    for (unsigned j = 0; j < len; ++j)
+      v[j] = zigzag(x[j]);
+    return;
+  }
+  if (pred == kPredLorenzo2d)
+    return lorenzo2d(r, i0, len, c0, g, v);
+  if (pred == kPredLeft && i0) {
+    const int32_t *left = x - 1;
+    for (unsigned j = 0; j < len; ++j)
+      v[j] = zigzag(int32_t(uint32_t(x[j]) - uint32_t(left[j])));
+    return;
+  }
+  uint64_t col = g.w ? (c0 + i0) % g.w : 0;
+  uint64_t inPlane = g.w ? (c0 + i0) % g.hw : 0;
+  if (pred == kPredUp && i0 >= g.w && inPlane >= g.w && inPlane + len <= g.hw) {
+    const int32_t *up = x - g.w; // every element has its upper one
+    for (unsigned j = 0; j < len; ++j)
+      v[j] = zigzag(int32_t(uint32_t(x[j]) - uint32_t(up[j])));
+    return;
+  }
+  for (unsigned j = 0; j < len; ++j) {
+    v[j] = zigzag(int32_t(uint32_t(x[j]) -
+                          predictCoded(pred, r, i0 + j, col, inPlane, g)));
+    if (g.w) {
+      if (++col == g.w)
+        col = 0;
+      if (++inPlane == g.hw)
+        inPlane = 0;
+    }
+  }
+}
+
 // The values of the present blocks' elements under predictor `pred`, 0
 // elsewhere. r: the chunk's reference codes (0 at outliers and in absent
 // blocks).
@@ -1473,68 +1535,90 @@ inline void codedValues(unsigned pred, const int32_t *r, unsigned len,
                         uint32_t *v) {
   std::memset(v, 0, len * sizeof(uint32_t));
   for (uint64_t m = bitmap; m; m &= m - 1) {
-    const unsigned b = __builtin_ctzll(m), i0 = b * kBlockSize;
-    const unsigned bl = std::min<unsigned>(kBlockSize, len - i0);
-    if (pred == kPredPlain) {
-      for (unsigned j = 0; j < bl; ++j)
-        v[i0 + j] = zigzag(r[i0 + j]);
-    } else if (pred == kPredLorenzo2d) {
-      lorenzo2d(r, i0, bl, c0, g, v + i0);
-    } else if (pred == kPredLeft && i0) {
-      for (unsigned j = 0; j < bl; ++j)
-        v[i0 + j] =
-            zigzag(int32_t(uint32_t(r[i0 + j]) - uint32_t(r[i0 + j - 1])));
-    } else {
-      for (unsigned j = 0; j < bl; ++j)
-        v[i0 + j] = zigzag(int32_t(uint32_t(r[i0 + j]) -
-                                   predictCoded(pred, r, i0 + j, c0, g)));
-    }
+    const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
+    predictBlock(pred, r, i0, std::min<unsigned>(kBlockSize, len - i0), c0, g,
+                 v + i0);
   }
 }
 
 // The encoder's choice of predictor: the least sum of the values' bit
-// lengths over the present blocks, ties to the lower number.
+// lengths over every fourth present block (the first, fifth, ...), ties to
+// the lower number. One pass computes all four predictions.
 inline unsigned choosePredictor(const int32_t *r, unsigned len, uint64_t bitmap,
-                                uint64_t c0, const Grid &g, uint32_t *scratch) {
-  unsigned best = kPredPlain;
-  uint64_t bestCost = ~uint64_t(0);
-  for (unsigned pred = 0; pred < kNumPredictors; ++pred) {
-    if (!g.w && (pred == kPredLorenzo2d || pred == kPredUp))
+                                uint64_t c0, const Grid &g) {
+  uint64_t cost[kNumPredictors] = {};
+  unsigned k = 0;
+  const uint64_t w = g.w;
+  for (uint64_t m = bitmap; m; m &= m - 1, ++k) {
+    if (k % 4)
       continue;
-    codedValues(pred, r, len, bitmap, c0, g, scratch);
-    uint64_t cost = 0;
-    for (unsigned i = 0; i < len; ++i)
-      cost += scratch[i] ? 32 - __builtin_clz(scratch[i]) : 0;
-    if (cost < bestCost) {
-      bestCost = cost;
-      best = pred;
+    const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
+    const unsigned bl = std::min<unsigned>(kBlockSize, len - i0);
+    uint64_t col = w ? (c0 + i0) % w : 0, inPlane = w ? (c0 + i0) % g.hw : 0;
+    unsigned c[kNumPredictors] = {};
+    for (unsigned i = i0; i < i0 + bl; ++i) {
+      const uint32_t x = uint32_t(r[i]);
+      const uint32_t prev = i ? uint32_t(r[i - 1]) : 0;
+      c[kPredPlain] += bitLength(zigzag(int32_t(x)));
+      c[kPredLeft] += bitLength(zigzag(int32_t(x - prev)));
+      if (!w)
+        continue;
+      const bool left = col != 0 && i >= 1, up = inPlane >= w && i >= w;
+      const uint32_t lv = left ? prev : 0;
+      const uint32_t uv = up ? uint32_t(r[i - w]) : 0;
+      const uint32_t p2 = left && up && i >= w + 1
+                              ? lv + uv - uint32_t(r[i - w - 1])
+                              : (left ? lv : uv);
+      const uint32_t p3 = up ? uv : lv;
+      c[kPredLorenzo2d] += bitLength(zigzag(int32_t(x - p2)));
+      c[kPredUp] += bitLength(zigzag(int32_t(x - p3)));
+      if (++col == w)
+        col = 0;
+      if (++inPlane == g.hw)
+        inPlane = 0;
     }
+    for (unsigned p = 0; p < kNumPredictors; ++p)
+      cost[p] += c[p];
   }
+  unsigned best = kPredPlain;
+  for (unsigned pred = 1; pred < kNumPredictors; ++pred)
+    if ((w || (pred != kPredLorenzo2d && pred != kPredUp)) &&
+        cost[pred] < cost[best])
+      best = pred;
   return best;
 }
 
-// Range-codes the present blocks' values v (in element order) into out;
-// returns the byte count, or 0 if it would exceed cap.
+// Codes the present blocks' values v (in element order): the range coder's
+// bytes at out, then the raw bits; returns their total size, or 0 if it
+// would exceed cap or the range coder's bytes 65535. rcBytes: the first
+// part's size.
 inline size_t encodeCoded(const uint32_t *v, unsigned len, uint64_t bitmap,
-                          const Grid &g, uint8_t *out, size_t cap) {
+                          const Grid &g, uint8_t *out, size_t cap,
+                          size_t &rcBytes) {
   CodedModel m;
   RangeEncoder rc{out, cap};
+  alignas(64) uint8_t rawBuf[kChunkElems * 3 + 8];
+  BitWriter raw{rawBuf};
   const uint64_t w = g.w;
   for (uint64_t bm = bitmap; bm; bm &= bm - 1) {
     const unsigned i0 = __builtin_ctzll(bm) * kBlockSize;
     const unsigned bl = std::min<unsigned>(kBlockSize, len - i0);
-    for (unsigned i = i0; i < i0 + bl; ++i) {
-      encodeValue(rc, m, codedContext(v, i, w), v[i]);
-      if (rc.over)
-        return 0;
-    }
+    for (unsigned i = i0; i < i0 + bl; ++i)
+      encodeValue(rc, raw, m, codedContext(v, i, w), v[i]);
+    if (rc.over)
+      return 0;
   }
-  size_t n = rc.finish();
-  return rc.over ? 0 : n;
+  rcBytes = rc.finish();
+  const size_t rawBytes = raw.finish();
+  if (rc.over || rcBytes > 0xFFFF || rcBytes + rawBytes > cap)
+    return 0;
+  std::memcpy(out + rcBytes, rawBuf, rawBytes);
+  return rcBytes + rawBytes;
 }
 
-// Decodes a coded chunk (its u16 carried kCodedChunkFlag): one descriptor
-// byte, the range coder's bytes, the outliers. Reads only [in, in + size).
+// Decodes a coded chunk (its u16 carried kCodedChunkFlag): the descriptor,
+// the range coder's bytes and the raw bits, the outliers. Reads only
+// [in, in + size).
 template <typename E>
 comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
                                  uint64_t bitmap, unsigned nOut,
@@ -1546,8 +1630,10 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
     return COMET_RT_ERR_CORRUPT;
   const unsigned mode = in[kChunkHeaderSize] >> 5;
   const unsigned pred = in[kChunkHeaderSize] & 31;
+  const uint64_t rcBytes = loadLE<uint16_t>(in + kChunkHeaderSize + 1);
   if (mode != kV2Coded || pred >= kNumPredictors ||
-      (!g.w && (pred == kPredLorenzo2d || pred == kPredUp)))
+      (!g.w && (pred == kPredLorenzo2d || pred == kPredUp)) ||
+      kCodedHeaderSize + rcBytes + outBytes > size)
     return COMET_RT_ERR_CORRUPT;
   const uint8_t *idx = in + size - outBytes, *val = idx + 2 * nOut;
   uint64_t outMask[kChunkBlocks] = {};
@@ -1563,31 +1649,52 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
   std::memset(r, 0, len * sizeof(int32_t));
   std::memset(v, 0, len * sizeof(uint32_t));
   CodedModel m;
-  RangeDecoder rc(in + kCodedHeaderSize, idx - (in + kCodedHeaderSize));
+  const uint8_t *rcIn = in + kCodedHeaderSize;
+  RangeDecoder rc(rcIn, rcBytes);
+  RawBitReader raw{rcIn + rcBytes, uint64_t(idx - (rcIn + rcBytes))};
   if (rc.bad)
     return COMET_RT_ERR_CORRUPT;
   const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+  uint64_t col = 0, inPlane = 0;
+  if (g.w) {
+    col = c0 % g.w;
+    inPlane = c0 % g.hw;
+  }
   for (unsigned b = 0; b < nbk; ++b) {
     const unsigned i0 = b * kBlockSize;
     const unsigned bl = unsigned(std::min<uint64_t>(kBlockSize, len - i0));
     uint8_t *dst = out + size_t(i0) * E::size;
-    if (!((bitmap >> b) & 1)) {
+    const bool present = (bitmap >> b) & 1;
+    if (!present)
       std::memset(dst, 0, size_t(bl) * E::size);
-      continue;
-    }
     for (unsigned j = 0; j < bl; ++j) {
       const unsigned i = i0 + j;
-      if (!decodeValue(rc, m, codedContext(v, i, g.w), v[i]) || rc.bad)
-        return COMET_RT_ERR_CORRUPT;
-      // Wraps on bad input; an outlier's reference code is 0.
-      r[i] = (outMask[b] >> j) & 1 ? 0
-                                   : int32_t(uint32_t(unzigzag(v[i])) +
-                                             predictCoded(pred, r, i, c0, g));
+      if (present) {
+        if (!decodeValue(rc, raw, m, codedContext(v, i, g.w), v[i]))
+          return COMET_RT_ERR_CORRUPT;
+        // Wraps on bad input; an outlier's reference code is 0.
+        r[i] = (outMask[b] >> j) & 1
+                   ? 0
+                   : int32_t(uint32_t(unzigzag(v[i])) +
+                             predictCoded(pred, r, i, col, inPlane, g));
+      }
+      if (g.w) {
+        if (++col == g.w)
+          col = 0;
+        if (++inPlane == g.hw)
+          inPlane = 0;
+      }
     }
-    for (unsigned j = 0; j < bl; ++j)
-      E::storeBits(dst + j * E::size, E::fromFloat(float(r[i0 + j]) * qp.step));
+    if (rc.bad || raw.bad)
+      return COMET_RT_ERR_CORRUPT;
+    if (present)
+      for (unsigned j = 0; j < bl; ++j)
+        E::storeBits(dst + j * E::size,
+                     E::fromFloat(float(r[i0 + j]) * qp.step));
   }
-  if (!rc.finished())
+  // Every byte of both parts read, the raw bits' padding 0.
+  if (!rc.finished() || ceilDiv(raw.pos, 8) != raw.size ||
+      (raw.pos % 8 && (raw.p[raw.size - 1] >> (raw.pos % 8)) != 0))
     return COMET_RT_ERR_CORRUPT;
   for (unsigned k = 0; k < nOut; ++k) {
     unsigned i = loadLE<uint16_t>(idx + 2 * k);
@@ -1788,15 +1895,18 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
       blockBytes > kCodedHeaderSize + kMinRangeBytes + outBytes) {
     alignas(64) uint32_t v[kChunkElems];
     const unsigned n = unsigned(len);
-    const unsigned pred = choosePredictor(r, n, bitmap, c0, g, v);
+    const unsigned pred = choosePredictor(r, n, bitmap, c0, g);
     codedValues(pred, r, n, bitmap, c0, g, v);
-    size_t rcBytes = encodeCoded(v, n, bitmap, g, o + kCodedHeaderSize,
-                                 blockBytes - 1 - kCodedHeaderSize - outBytes);
-    if (rcBytes) {
+    size_t rcBytes = 0;
+    size_t codedBytes =
+        encodeCoded(v, n, bitmap, g, o + kCodedHeaderSize,
+                    blockBytes - 1 - kCodedHeaderSize - outBytes, rcBytes);
+    if (codedBytes) {
       storeLE<uint64_t>(o, bitmap);
       storeLE<uint16_t>(o + 8, uint16_t(nOut | kCodedChunkFlag));
       o[kChunkHeaderSize] = uint8_t(kV2Coded << 5 | pred);
-      o += kCodedHeaderSize + rcBytes;
+      storeLE<uint16_t>(o + kChunkHeaderSize + 1, uint16_t(rcBytes));
+      o += kCodedHeaderSize + codedBytes;
       for (unsigned k = 0; k < nOut; ++k)
         storeLE<uint16_t>(o + 2 * k, outIdx[k]);
       o += 2 * nOut;

@@ -220,8 +220,8 @@ TEST(CodecRobustness, SpecificCorruptionsV2) {
 }
 
 // Hand-made inconsistencies in a coded chunk (mode 7; one chunk: bitmap
-// at 132, outlier count at 140, descriptor at 142, the range coder's bytes
-// from 143, then the outliers).
+// at 132, outlier count at 140, descriptor at 142, the range coder's byte
+// count at 143, its bytes from 145, the raw bits, then the outliers).
 TEST(CodecRobustness, SpecificCorruptionsCoded) {
   std::vector<float> x = makeAttention(4, 28, 3); // 3136: 49 blocks
   std::fill(x.begin(), x.begin() + 64, 0.0f);     // block 0 absent
@@ -249,8 +249,14 @@ TEST(CodecRobustness, SpecificCorruptionsCoded) {
   t[141] = 0; // flag cleared: block descriptors (the first is mode 7)
   expectStatus(t, COMET_RT_ERR_CORRUPT, "flag");
   t = s;
-  t[143] = 1; // the range coder's first byte is always 0
+  t[145] = 1; // the range coder's first byte is always 0
   expectStatus(t, COMET_RT_ERR_CORRUPT, "first byte");
+  t = s;
+  t[144] = 0xFF; // more range coder bytes than the chunk holds
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "range coder's byte count");
+  t = s;
+  t[143] += 1; // one of them taken from the raw bits
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "range coder's byte count + 1");
   t = s;
   t[140] = 0; // no outlier: the index and value become coder bytes
   expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier count");
@@ -265,7 +271,7 @@ TEST(CodecRobustness, SpecificCorruptionsCoded) {
   t[idx + 1] = 0;
   expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier in an absent block");
   t = s;
-  t.insert(t.begin() + idx, 0); // a trailing coder byte
+  t.insert(t.begin() + idx, 0); // a trailing raw byte
   t[128] += 1;
   t[112] += 1;
   expectStatus(t, COMET_RT_ERR_CORRUPT, "trailing byte");
