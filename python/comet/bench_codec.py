@@ -15,8 +15,10 @@ the fixture models' eval graphs, with numpy softmax / exact GELU applied to
 their dense tensors.
 
 Our codec is called through a ctypes binding of the C ABI in
-runtime/include/comet/runtime/codec.h (libCometCodec.so). Throughput is
-uncompressed bytes over the median wall time.
+runtime/include/comet/runtime/codec.h (libCometCodec.so), once per
+--entropy setting (comet_rt_codec_set_entropy: off, auto, always; rows
+comet-sz for auto, the default, and comet-sz:off, comet-sz:always).
+Throughput is uncompressed bytes over the median wall time.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 CODECS = {"raw": 0, "sz": 1, "mask": 2}
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
 ISAS = {"auto": 0, "baseline": 1, "avx2": 2}
+ENTROPY = {"auto": 0, "off": 1, "always": 2}
 STATUS = {
     0: "ok",
     1: "invalid argument",
@@ -99,6 +102,10 @@ class CodecLib:
         L.comet_rt_codec_set_isa.argtypes = [ctypes.c_int]
         L.comet_rt_codec_active_isa.restype = ctypes.c_int
         L.comet_rt_codec_active_isa.argtypes = []
+        L.comet_rt_codec_set_entropy.restype = ctypes.c_int
+        L.comet_rt_codec_set_entropy.argtypes = [ctypes.c_int]
+        L.comet_rt_codec_get_entropy.restype = ctypes.c_int
+        L.comet_rt_codec_get_entropy.argtypes = []
 
     def set_isa(self, isa: str) -> None:
         """'auto', 'baseline' or 'avx2' (the bytes never depend on it)."""
@@ -109,6 +116,17 @@ class CodecLib:
     def active_isa(self) -> str:
         code = self.lib.comet_rt_codec_active_isa()
         return {v: k for k, v in ISAS.items()}[code]
+
+    def set_entropy(self, mode: str) -> None:
+        """'auto', 'off' or 'always': when the encoder tries coded chunks
+        (every setting's bytes decode the same way)."""
+        st = self.lib.comet_rt_codec_set_entropy(ENTROPY[mode])
+        if st:
+            raise CodecError(f"set_entropy({mode}): {STATUS.get(st, st)}")
+
+    def entropy(self) -> str:
+        code = self.lib.comet_rt_codec_get_entropy()
+        return {v: k for k, v in ENTROPY.items()}[code]
 
     def set_num_threads(self, n: int) -> None:
         self.lib.comet_rt_codec_set_num_threads(int(n))
@@ -157,14 +175,17 @@ def _median_time(fn, repeat, threads=1):
 
 
 class CometSz:
-    name = "comet-sz"
+    """Our sz codec with one comet_rt_codec_set_entropy setting: named
+    comet-sz for the default (auto), comet-sz:off and comet-sz:always."""
 
-    def __init__(self, lib: CodecLib):
+    def __init__(self, lib: CodecLib, entropy: str = "auto"):
         self.lib = lib
-        self.buf = None
+        self.entropy = entropy
+        self.name = "comet-sz" if entropy == "auto" else f"comet-sz:{entropy}"
 
     def run(self, x, eb, threads, repeat):
         self.lib.set_num_threads(threads)
+        self.lib.set_entropy(self.entropy)
         try:
             s = self.lib.compress(x, "sz", eb)
             stream = s.copy()
@@ -174,6 +195,7 @@ class CometSz:
             td = _median_time(lambda: self.lib.decompress(stream, y), repeat, threads)
         finally:
             self.lib.set_num_threads(0)
+            self.lib.set_entropy("auto")
         return stream.size, y, tc, td
 
 
@@ -404,9 +426,10 @@ def dump_classes(out_dir: Path, batch: int = 64, models=("lenet", "mlp", "resnet
 
 def run_benchmark(tensors: dict[str, np.ndarray], ebs=(1e-2, 1e-3, 1e-4),
                   threads=(1,), repeat: int = 3, lib: CodecLib | None = None,
-                  peers=True) -> dict:
+                  peers=True, entropy=("auto",)) -> dict:
+    """entropy: our codec once per comet_rt_codec_set_entropy setting."""
     lib = lib or CodecLib()
-    codecs = [CometSz(lib)] + ([Sz3(), Zfp()] if peers else [])
+    codecs = [CometSz(lib, e) for e in entropy] + ([Sz3(), Zfp()] if peers else [])
     rows = []
     for name, x in tensors.items():
         x = np.ascontiguousarray(x, dtype=np.float32)
@@ -449,16 +472,18 @@ def format_table(result: dict) -> str:
 
 
 def speed_and_ratio_vs_sz3(result: dict) -> list[dict]:
-    """Per class and eb: our ratio / SZ3's and our single-thread compress
-    (and decompress) throughput / SZ3's (the targets are >= 1 and >= 10)."""
+    """Per class, eb and entropy setting: our ratio / SZ3's and our
+    single-thread compress (and decompress) throughput / SZ3's (the targets
+    are >= 1 and >= 10)."""
     out = []
     by = {(s["category"], s["codec"], s["eb"], s["threads"]): s for s in result["summary"]}
     for (cat, codec, eb, t), s in by.items():
-        if codec != "comet-sz" or t != 1:
+        if not codec.startswith("comet-sz") or t != 1:
             continue
         peer = by.get((cat, "sz3", eb, 1))
         if peer:
-            out.append({"category": cat, "eb": eb,
+            entropy = codec.split(":", 1)[1] if ":" in codec else "auto"
+            out.append({"category": cat, "eb": eb, "entropy": entropy,
                         "ratio_vs_sz3": s["ratio"] / peer["ratio"],
                         "compress_speed_vs_sz3": s["compress_gbps"] / peer["compress_gbps"],
                         "decompress_speed_vs_sz3": s["decompress_gbps"] / peer["decompress_gbps"]})
@@ -474,10 +499,10 @@ def load_tensors(directory: Path) -> dict[str, np.ndarray]:
 
 
 def format_vs_sz3(rows: list[dict]) -> str:
-    lines = ["| data | eb | ratio vs SZ3 (goal >= 1) | 1-thread compress vs SZ3 (goal >= 10) | 1-thread decompress vs SZ3 |",
-             "|---|---|---|---|---|"]
+    lines = ["| data | eb | entropy | ratio vs SZ3 (goal >= 1) | 1-thread compress vs SZ3 (goal >= 10) | 1-thread decompress vs SZ3 |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['category']} | {r['eb']:g} | {r['ratio_vs_sz3']:.2f}x | "
+        lines.append(f"| {r['category']} | {r['eb']:g} | {r['entropy']} | {r['ratio_vs_sz3']:.2f}x | "
                      f"{r['compress_speed_vs_sz3']:.2f}x | {r['decompress_speed_vs_sz3']:.2f}x |")
     return "\n".join(lines)
 
@@ -500,6 +525,9 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", default="1", help="comma list; 0 = all cores")
     ap.add_argument("--isa", default="auto", choices=sorted(ISAS))
+    ap.add_argument("--entropy", default="auto",
+                    help="comma list of off, auto (the default the runtime uses), always: "
+                         "when our encoder tries coded chunks; one comet-sz row each")
     ap.add_argument("--json", default=str(build / "bench_codec.json"))
     ap.add_argument("--lib", default=None, help="path of libCometCodec.so")
     args = ap.parse_args(argv)
@@ -523,7 +551,13 @@ def main(argv=None):
     lib = CodecLib(args.lib)
     lib.set_isa(args.isa)
     threads = tuple(int(t) for t in args.threads.split(","))
-    result = run_benchmark(tensors, ebs=ebs, threads=threads, repeat=args.repeat, lib=lib)
+    entropy = tuple(args.entropy.split(","))
+    for e in entropy:
+        if e not in ENTROPY:
+            ap.error(f"--entropy: {e!r} is not one of {', '.join(ENTROPY)}")
+    result = run_benchmark(tensors, ebs=ebs, threads=threads, repeat=args.repeat, lib=lib,
+                           entropy=entropy)
+    result["entropy"] = list(entropy)
     result["isa"] = lib.active_isa()
     result["vs_sz3"] = speed_and_ratio_vs_sz3(result)
     result["activations"] = {k: list(v.shape) for k, v in tensors.items()}

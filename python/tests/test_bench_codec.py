@@ -45,7 +45,7 @@ def test_benchmark_emits_every_key():
     assert "| post_relu | 0.01 | comet-sz | 1 |" in bench.format_table(result)
     vs = bench.speed_and_ratio_vs_sz3(result)
     assert {(r["category"], r["eb"]) for r in vs} == {("post_relu", 1e-2), ("all", 1e-2)}
-    assert "| post_relu | 0.01 |" in bench.format_vs_sz3(vs)
+    assert "| post_relu | 0.01 | auto |" in bench.format_vs_sz3(vs)
 
 
 @needs_lib
@@ -157,3 +157,45 @@ def test_dump_real_on_the_checked_in_models(tmp_path):
     with pytest.raises(FileNotFoundError, match="export-torch-models"):
         bench.dump_real(tmp_path / "none", batch=2, models=("resnet18",),
                         torch_models_dir=tmp_path)
+
+
+@needs_lib
+def test_entropy_settings_decode_alike_and_order_sizes():
+    # Softmax rows at a coarse bound: near-constant codes, coded under auto.
+    rng = np.random.default_rng(3)
+    logits = rng.normal(0, 0.1, (16, 28, 28))
+    x = (np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)).astype(np.float32)
+    sizes, decoded = {}, {}
+    try:
+        assert LIB.entropy() == "auto"
+        for mode in ("off", "auto", "always"):
+            LIB.set_entropy(mode)
+            assert LIB.entropy() == mode
+            s = LIB.compress(x, "sz", 1e-2)
+            sizes[mode] = s.size
+            decoded[mode] = LIB.decompress(s, np.empty_like(x))
+    finally:
+        LIB.set_entropy("auto")
+    assert np.array_equal(decoded["off"], decoded["auto"])
+    assert np.array_equal(decoded["off"], decoded["always"])
+    assert np.max(np.abs(x.astype(np.float64) - decoded["off"])) <= 1e-2
+    assert sizes["always"] <= sizes["auto"] < sizes["off"] / 2
+    with pytest.raises(KeyError):
+        LIB.set_entropy("sometimes")
+
+
+@needs_lib
+def test_benchmark_reports_each_entropy_setting():
+    rng = np.random.default_rng(4)
+    tensors = {"dense__m__t": rng.normal(0, 1, (3, 4096)).astype(np.float32)}
+    result = bench.run_benchmark(tensors, ebs=(1e-2,), threads=(1,), repeat=1, lib=LIB,
+                                 entropy=("off", "auto", "always"))
+    assert {r["codec"] for r in result["rows"]} == {
+        "comet-sz:off", "comet-sz", "comet-sz:always", "sz3", "zfp"}
+    out = {r["codec"]: r["bytes_out"] for r in result["rows"]}
+    assert out["comet-sz:always"] <= out["comet-sz"] <= out["comet-sz:off"]
+    vs = bench.speed_and_ratio_vs_sz3(result)
+    assert {(r["category"], r["entropy"]) for r in vs} == {
+        (c, e) for c in ("dense", "all") for e in ("off", "auto", "always")}
+    assert "| dense | 0.01 | always |" in bench.format_vs_sz3(vs)
+    assert LIB.entropy() == "auto"
