@@ -1902,7 +1902,7 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
   // post-ReLU chunk, cheap already) or raw blocks (incompressible) are
   // frequent, so that those keep their speed. AUTO tries it only where at
   // least half the present elements lie in blocks that spend under
-  // kAutoBits bits a value: trying it takes 4-7 times the block modes' time,
+  // kAutoBits bits a value: trying it takes 3-8 times the block modes' time,
   // and on the benchmark's activations it saves 35-70 % of such chunks
   // (near-constant codes, where Rice spends its floor of a bit a value) but
   // 4-13 % of the others.

@@ -120,7 +120,7 @@ COMET_RT_API int comet_rt_codec_active_isa(void);
 /* Whether the sz encoder (format version 2) tries coded chunks (mode 7, an
  * adaptive range coder per 4096-element chunk, kept only where smaller).
  * They shrink near-constant codes (softmax at coarse bounds) 2-3x and wider
- * codes by 4-13 %, and make a chunk 4-7x slower to encode and to decode.
+ * codes by 4-13 %, and make a chunk 3-8x slower to encode and to decode.
  * Every setting's bytes decode with the same decoder, to the same values. */
 typedef enum comet_rt_codec_entropy {
   /* Only on chunks with at least half their values in blocks that the
