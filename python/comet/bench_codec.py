@@ -5,14 +5,20 @@ same absolute error bounds, and prints a table and writes JSON:
 
     .venv/bin/python -m comet.bench_codec [--activations DIR] [--json OUT]
 
-The activations come in four classes (dump_classes): post_relu (Relu
-outputs), dense (Conv, BatchNormalization and Gemm outputs), softmax and gelu
-(numpy softmax / exact GELU applied to the dense tensors), all from an ONNX
-Runtime forward pass of the fixture models on Fashion-MNIST test images.
+The activations come in four classes. By default (--data real, dump_real)
+they are the forward tensors of the exported PyTorch models cnn, transformer,
+resnet18 and mobilenet_v2, from their training graphs run in ONNX Runtime on
+Fashion-MNIST test images: post_relu (Relu, ReLU6 outputs), dense (Conv,
+BatchNorm, Gemm, MatMul outputs), softmax (the attention Softmax outputs) and
+gelu (the BiasGelu outputs). --data fixtures (dump_classes) is the older set:
+the fixture models' eval graphs, with numpy softmax / exact GELU applied to
+their dense tensors.
 
 Our codec is called through a ctypes binding of the C ABI in
-runtime/include/comet/runtime/codec.h (libCometCodec.so). Throughput is
-uncompressed bytes over the median wall time.
+runtime/include/comet/runtime/codec.h (libCometCodec.so), once per
+--entropy setting (comet_rt_codec_set_entropy: off, auto, always; rows
+comet-sz for auto, the default, and comet-sz:off, comet-sz:always).
+Throughput is uncompressed bytes over the median wall time.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import numpy as np
 CODECS = {"raw": 0, "sz": 1, "mask": 2}
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
 ISAS = {"auto": 0, "baseline": 1, "avx2": 2}
+ENTROPY = {"auto": 0, "off": 1, "always": 2}
 STATUS = {
     0: "ok",
     1: "invalid argument",
@@ -95,6 +102,10 @@ class CodecLib:
         L.comet_rt_codec_set_isa.argtypes = [ctypes.c_int]
         L.comet_rt_codec_active_isa.restype = ctypes.c_int
         L.comet_rt_codec_active_isa.argtypes = []
+        L.comet_rt_codec_set_entropy.restype = ctypes.c_int
+        L.comet_rt_codec_set_entropy.argtypes = [ctypes.c_int]
+        L.comet_rt_codec_get_entropy.restype = ctypes.c_int
+        L.comet_rt_codec_get_entropy.argtypes = []
 
     def set_isa(self, isa: str) -> None:
         """'auto', 'baseline' or 'avx2' (the bytes never depend on it)."""
@@ -105,6 +116,17 @@ class CodecLib:
     def active_isa(self) -> str:
         code = self.lib.comet_rt_codec_active_isa()
         return {v: k for k, v in ISAS.items()}[code]
+
+    def set_entropy(self, mode: str) -> None:
+        """'auto', 'off' or 'always': when the encoder tries coded chunks
+        (every setting's bytes decode the same way)."""
+        st = self.lib.comet_rt_codec_set_entropy(ENTROPY[mode])
+        if st:
+            raise CodecError(f"set_entropy({mode}): {STATUS.get(st, st)}")
+
+    def entropy(self) -> str:
+        code = self.lib.comet_rt_codec_get_entropy()
+        return {v: k for k, v in ENTROPY.items()}[code]
 
     def set_num_threads(self, n: int) -> None:
         self.lib.comet_rt_codec_set_num_threads(int(n))
@@ -153,14 +175,17 @@ def _median_time(fn, repeat, threads=1):
 
 
 class CometSz:
-    name = "comet-sz"
+    """Our sz codec with one comet_rt_codec_set_entropy setting: named
+    comet-sz for the default (auto), comet-sz:off and comet-sz:always."""
 
-    def __init__(self, lib: CodecLib):
+    def __init__(self, lib: CodecLib, entropy: str = "auto"):
         self.lib = lib
-        self.buf = None
+        self.entropy = entropy
+        self.name = "comet-sz" if entropy == "auto" else f"comet-sz:{entropy}"
 
     def run(self, x, eb, threads, repeat):
         self.lib.set_num_threads(threads)
+        self.lib.set_entropy(self.entropy)
         try:
             s = self.lib.compress(x, "sz", eb)
             stream = s.copy()
@@ -170,6 +195,7 @@ class CometSz:
             td = _median_time(lambda: self.lib.decompress(stream, y), repeat, threads)
         finally:
             self.lib.set_num_threads(0)
+            self.lib.set_entropy("auto")
         return stream.size, y, tc, td
 
 
@@ -282,13 +308,89 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 DENSE_OPS = ("Conv", "BatchNormalization", "Gemm")
+TORCH_MODELS = ("cnn", "transformer", "resnet18", "mobilenet_v2")
+# Forward ops of the training graphs and the class of their first output.
+REAL_CLASSES = {
+    "Relu": "post_relu", "Clip": "post_relu",  # mobilenet_v2's ReLU6 is Clip(x, 0, 6)
+    "Conv": "dense", "BatchNormInternal": "dense", "BatchNormalization": "dense",
+    "Gemm": "dense", "MatMul": "dense", "FusedMatMul": "dense",
+    "Softmax": "softmax",
+    "BiasGelu": "gelu", "Gelu": "gelu", "FastGelu": "gelu",
+}
+LOSS_OPS = ("SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossInternal")
+
+
+def forward_tensors(graph) -> list[tuple[str, str]]:
+    """(output name, class) of the forward nodes of a training graph: those
+    before its loss, whose op type REAL_CLASSES names (a Clip only if its
+    lower bound is the constant 0, i.e. a ReLU6)."""
+    from onnx import numpy_helper
+
+    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    consts.update({n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in graph.node
+                   if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"})
+    out = []
+    for n in graph.node:
+        if n.op_type in LOSS_OPS:
+            break
+        cls = REAL_CLASSES.get(n.op_type)
+        if cls is None:
+            continue
+        if n.op_type == "Clip":
+            lo = consts.get(n.input[1]) if len(n.input) > 1 else None
+            if lo is None or float(np.asarray(lo).reshape(-1)[0]) != 0.0:
+                continue
+        out.append((n.output[0], cls))
+    return out
+
+
+def dump_real(out_dir: Path, batch: int = 64, models=TORCH_MODELS,
+              torch_models_dir: Path | None = None, seed: int = 0) -> list[Path]:
+    """Runs each exported PyTorch model's training_model.onnx forward (and
+    backward) in ONNX Runtime on the first `batch` Fashion-MNIST test images,
+    with its checkpoint's weights, and saves <class>__<model>__<tensor>.npy
+    for every forward tensor forward_tensors() classifies.  cnn and
+    transformer are checked in (test/fixtures/models); resnet18 and
+    mobilenet_v2 come from `torch_models_dir` (default
+    $COMET_BUILD_DIR/models, made by scripts/export-torch-models.sh).  A
+    model that is not there is an error."""
+    import re
+
+    import onnx
+
+    from comet.activations import MODELS_DIR
+    from comet.data import load_fashion_mnist
+    from comet.ort_reference import run_training_graph
+
+    torch_models_dir = Path(torch_models_dir or _build_dir() / "models")
+    images, labels = load_fashion_mnist("test", limit=batch)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for m in models:
+        d = MODELS_DIR / m
+        if not (d / "training_model.onnx").exists():
+            d = torch_models_dir / m
+        if not (d / "training_model.onnx").exists():
+            raise FileNotFoundError(
+                f"{m}: no training_model.onnx in {MODELS_DIR / m} nor {d} "
+                "(scripts/export-torch-models.sh makes resnet18 and mobilenet_v2)")
+        wanted = forward_tensors(onnx.load(str(d / "training_model.onnx")).graph)
+        values = run_training_graph(d, images, labels, [n for n, _ in wanted], seed)
+        for name, cls in wanted:
+            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+            p = out_dir / f"{cls}__{m}__{safe}.npy"
+            np.save(p, np.ascontiguousarray(values[name], dtype=np.float32))
+            paths.append(p)
+    return paths
 
 
 def dump_classes(out_dir: Path, batch: int = 64, models=("lenet", "mlp", "resnet", "vgg")) -> list[Path]:
-    """Runs each fixture model's eval graph on `batch` Fashion-MNIST test
-    images in ONNX Runtime and saves <class>__<model>__<tensor>.npy: Relu
-    outputs as post_relu, Conv/BatchNormalization/Gemm outputs as dense, and
-    softmax() and gelu() of each dense tensor as softmax and gelu."""
+    """The synthetic data set (--data fixtures): runs each fixture model's
+    eval graph on `batch` Fashion-MNIST test images in ONNX Runtime and saves
+    <class>__<model>__<tensor>.npy: Relu outputs as post_relu,
+    Conv/BatchNormalization/Gemm outputs as dense, and softmax() and gelu()
+    of each dense tensor as softmax and gelu."""
     import re
 
     import onnx
@@ -324,9 +426,10 @@ def dump_classes(out_dir: Path, batch: int = 64, models=("lenet", "mlp", "resnet
 
 def run_benchmark(tensors: dict[str, np.ndarray], ebs=(1e-2, 1e-3, 1e-4),
                   threads=(1,), repeat: int = 3, lib: CodecLib | None = None,
-                  peers=True) -> dict:
+                  peers=True, entropy=("auto",)) -> dict:
+    """entropy: our codec once per comet_rt_codec_set_entropy setting."""
     lib = lib or CodecLib()
-    codecs = [CometSz(lib)] + ([Sz3(), Zfp()] if peers else [])
+    codecs = [CometSz(lib, e) for e in entropy] + ([Sz3(), Zfp()] if peers else [])
     rows = []
     for name, x in tensors.items():
         x = np.ascontiguousarray(x, dtype=np.float32)
@@ -369,20 +472,26 @@ def format_table(result: dict) -> str:
 
 
 def speed_and_ratio_vs_sz3(result: dict) -> list[dict]:
-    """Per class and eb: our ratio / SZ3's and our single-thread compress
-    (and decompress) throughput / SZ3's (the targets are >= 1 and >= 10)."""
+    """Per class, eb and entropy setting: our ratio / SZ3's and our
+    single-thread compress (and decompress) throughput / SZ3's (the targets
+    are >= 1 and >= 10)."""
     out = []
     by = {(s["category"], s["codec"], s["eb"], s["threads"]): s for s in result["summary"]}
     for (cat, codec, eb, t), s in by.items():
-        if codec != "comet-sz" or t != 1:
+        if not codec.startswith("comet-sz") or t != 1:
             continue
         peer = by.get((cat, "sz3", eb, 1))
         if peer:
-            out.append({"category": cat, "eb": eb,
+            entropy = codec.split(":", 1)[1] if ":" in codec else "auto"
+            out.append({"category": cat, "eb": eb, "entropy": entropy,
                         "ratio_vs_sz3": s["ratio"] / peer["ratio"],
                         "compress_speed_vs_sz3": s["compress_gbps"] / peer["compress_gbps"],
                         "decompress_speed_vs_sz3": s["decompress_gbps"] / peer["decompress_gbps"]})
     return out
+
+
+def _build_dir() -> Path:
+    return Path(os.environ.get("COMET_BUILD_DIR", REPO / "build"))
 
 
 def load_tensors(directory: Path) -> dict[str, np.ndarray]:
@@ -390,31 +499,51 @@ def load_tensors(directory: Path) -> dict[str, np.ndarray]:
 
 
 def format_vs_sz3(rows: list[dict]) -> str:
-    lines = ["| data | eb | ratio vs SZ3 (goal >= 1) | 1-thread compress vs SZ3 (goal >= 10) | 1-thread decompress vs SZ3 |",
-             "|---|---|---|---|---|"]
+    lines = ["| data | eb | entropy | ratio vs SZ3 (goal >= 1) | 1-thread compress vs SZ3 (goal >= 10) | 1-thread decompress vs SZ3 |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['category']} | {r['eb']:g} | {r['ratio_vs_sz3']:.2f}x | "
+        lines.append(f"| {r['category']} | {r['eb']:g} | {r['entropy']} | {r['ratio_vs_sz3']:.2f}x | "
                      f"{r['compress_speed_vs_sz3']:.2f}x | {r['decompress_speed_vs_sz3']:.2f}x |")
     return "\n".join(lines)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    build = Path(os.environ.get("COMET_BUILD_DIR", REPO / "build"))
-    ap.add_argument("--activations", default=str(build / "activations_classes"),
-                    help="folder of .npy activations (dumped there by dump_classes if empty)")
+    build = _build_dir()
+    ap.add_argument("--data", default="real", choices=("real", "fixtures"),
+                    help="real: the exported PyTorch models' activations (dump_real); "
+                         "fixtures: the fixture models' with synthetic softmax/gelu (dump_classes)")
+    ap.add_argument("--activations", default=None,
+                    help="folder of .npy activations (dumped there if empty; default "
+                         "$COMET_BUILD_DIR/activations_real or activations_classes)")
+    ap.add_argument("--torch-models", default=str(build / "models"),
+                    help="folder with resnet18/ and mobilenet_v2/ (scripts/export-torch-models.sh)")
+    ap.add_argument("--models", default=None,
+                    help="comma list of models to dump (default: all four of --data)")
     ap.add_argument("--batch", type=int, default=64, help="images per dump")
     ap.add_argument("--eb", default="1e-2,1e-3,1e-4")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--threads", default="1", help="comma list; 0 = all cores")
     ap.add_argument("--isa", default="auto", choices=sorted(ISAS))
+    ap.add_argument("--entropy", default="auto",
+                    help="comma list of off, auto (the default the runtime uses), always: "
+                         "when our encoder tries coded chunks; one comet-sz row each")
     ap.add_argument("--json", default=str(build / "bench_codec.json"))
     ap.add_argument("--lib", default=None, help="path of libCometCodec.so")
     args = ap.parse_args(argv)
 
+    if args.activations is None:
+        args.activations = str(build / ("activations_real" if args.data == "real"
+                                        else "activations_classes"))
     tensors = load_tensors(Path(args.activations))
     if not tensors:
-        dump_classes(Path(args.activations), batch=args.batch)
+        if args.data == "real":
+            models = args.models.split(",") if args.models else TORCH_MODELS
+            dump_real(Path(args.activations), batch=args.batch, models=models,
+                      torch_models_dir=Path(args.torch_models))
+        else:
+            models = args.models.split(",") if args.models else ("lenet", "mlp", "resnet", "vgg")
+            dump_classes(Path(args.activations), batch=args.batch, models=models)
         tensors = load_tensors(Path(args.activations))
     if not tensors:
         sys.exit(f"no activations in {args.activations} and none could be dumped")
@@ -422,7 +551,13 @@ def main(argv=None):
     lib = CodecLib(args.lib)
     lib.set_isa(args.isa)
     threads = tuple(int(t) for t in args.threads.split(","))
-    result = run_benchmark(tensors, ebs=ebs, threads=threads, repeat=args.repeat, lib=lib)
+    entropy = tuple(args.entropy.split(","))
+    for e in entropy:
+        if e not in ENTROPY:
+            ap.error(f"--entropy: {e!r} is not one of {', '.join(ENTROPY)}")
+    result = run_benchmark(tensors, ebs=ebs, threads=threads, repeat=args.repeat, lib=lib,
+                           entropy=entropy)
+    result["entropy"] = list(entropy)
     result["isa"] = lib.active_isa()
     result["vs_sz3"] = speed_and_ratio_vs_sz3(result)
     result["activations"] = {k: list(v.shape) for k, v in tensors.items()}

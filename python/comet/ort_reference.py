@@ -69,32 +69,20 @@ def fixed_batch(batch: int):
     return data.load_fashion_mnist("train", limit=batch)
 
 
-def reference_step(model_dir, batch: int = 8, seed: int = 0, x=None, y=None) -> Reference:
-    """Loss, gradients, Dropout masks and BatchNorm running statistics of one
-    training step of `model_dir`'s artifacts (the gradient buffers start at
-    zero; no optimizer step).  `x`, `y` replace the Fashion-MNIST batch."""
+def run_training_graph(model_dir, x, y, extra: list[str], seed: int = 0) -> dict[str, np.ndarray]:
+    """Runs `model_dir`'s training_model.onnx on a batch with the checkpoint's
+    parameters (gradient buffers at zero) and returns the loss (key "loss")
+    and the values named in `extra`, which become graph outputs.  The eval
+    graphs of BatchNorm models are rejected by ORT; this one runs."""
     import onnxruntime as ort
 
     model_dir = pathlib.Path(model_dir)
-    if x is None:
-        x, y = fixed_batch(batch)
-    params, trainable = load_parameters(model_dir)
-
+    params, _ = load_parameters(model_dir)
     model = onnx.load(os.fspath(model_dir / "training_model.onnx"))
     loss_name = model.graph.output[0].name
-    grads = [f"{p}_grad" for p in trainable]
-    masks = [n.output[1] for n in model.graph.node
-             if n.op_type == "Dropout" and len(n.output) > 1 and n.output[1]]
-    stats = [o for n in model.graph.node if n.op_type == "BatchNormInternal"
-             for o in n.output[1:3] if o]
-    produced = {o for n in model.graph.node for o in n.output}
-    missing = [g for g in grads if g not in produced]
-    if missing:
-        raise ValueError(f"{model_dir}: the training graph computes no {missing[0]}")
-    extra = grads + masks + stats
     del model.graph.output[:]
     model.graph.output.extend(onnx.helper.make_empty_tensor_value_info(n)
-                              for n in [loss_name] + extra)
+                              for n in [loss_name] + list(extra))
 
     feeds = {}
     for i in model.graph.input:
@@ -115,9 +103,34 @@ def reference_step(model_dir, batch: int = 8, seed: int = 0, x=None, y=None) -> 
     sess = ort.InferenceSession(model.SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
     ort.set_seed(seed)
-    out = dict(zip([loss_name] + extra, sess.run(None, feeds)))
+    values = sess.run(None, feeds)
+    out = dict(zip(extra, values[1:]))
+    out["loss"] = values[0]
+    return out
+
+
+def reference_step(model_dir, batch: int = 8, seed: int = 0, x=None, y=None) -> Reference:
+    """Loss, gradients, Dropout masks and BatchNorm running statistics of one
+    training step of `model_dir`'s artifacts (the gradient buffers start at
+    zero; no optimizer step).  `x`, `y` replace the Fashion-MNIST batch."""
+    model_dir = pathlib.Path(model_dir)
+    if x is None:
+        x, y = fixed_batch(batch)
+    _, trainable = load_parameters(model_dir)
+
+    model = onnx.load(os.fspath(model_dir / "training_model.onnx"))
+    grads = [f"{p}_grad" for p in trainable]
+    masks = [n.output[1] for n in model.graph.node
+             if n.op_type == "Dropout" and len(n.output) > 1 and n.output[1]]
+    stats = [o for n in model.graph.node if n.op_type == "BatchNormInternal"
+             for o in n.output[1:3] if o]
+    produced = {o for n in model.graph.node for o in n.output}
+    missing = [g for g in grads if g not in produced]
+    if missing:
+        raise ValueError(f"{model_dir}: the training graph computes no {missing[0]}")
+    out = run_training_graph(model_dir, x, y, grads + masks + stats, seed)
     return Reference(
-        input=x, labels=y, loss=np.asarray(out[loss_name], dtype=np.float32),
+        input=x, labels=y, loss=np.asarray(out["loss"], dtype=np.float32),
         grads={p: out[f"{p}_grad"] for p in trainable},
         masks={m: out[m] for m in masks}, stats={s: out[s] for s in stats})
 

@@ -1,4 +1,6 @@
 """The codec benchmark's pieces on a tiny synthetic array (no timing checks)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -43,7 +45,7 @@ def test_benchmark_emits_every_key():
     assert "| post_relu | 0.01 | comet-sz | 1 |" in bench.format_table(result)
     vs = bench.speed_and_ratio_vs_sz3(result)
     assert {(r["category"], r["eb"]) for r in vs} == {("post_relu", 1e-2), ("all", 1e-2)}
-    assert "| post_relu | 0.01 |" in bench.format_vs_sz3(vs)
+    assert "| post_relu | 0.01 | auto |" in bench.format_vs_sz3(vs)
 
 
 @needs_lib
@@ -86,3 +88,114 @@ def test_category():
     assert bench.category("m__input", np.zeros(4, np.float32)) == "input"
     assert bench.category("m__relu", np.array([0, 0, 1, 2], np.float32)) == "post_relu"
     assert bench.category("m__x", np.array([-1, 0, 1, 2], np.float32)) == "other"
+
+
+def _node(op, inputs, outputs, **attrs):
+    import onnx
+
+    return onnx.helper.make_node(op, inputs, outputs, **attrs)
+
+
+def test_forward_tensors_classifies_and_stops_at_the_loss():
+    onnx = pytest.importorskip("onnx")
+    zero = onnx.numpy_helper.from_array(np.array(0, np.float32), "zero")
+    low = onnx.numpy_helper.from_array(np.array(-1, np.float32), "low")
+    nodes = [
+        _node("Conv", ["x", "w"], ["conv"]),
+        _node("BatchNormInternal", ["conv", "s", "b", "m", "v"], ["bn", "rm", "rv"]),
+        _node("Relu", ["bn"], ["relu"]),
+        _node("Clip", ["bn", "zero", "six"], ["relu6"]),
+        _node("Clip", ["bn", "low", "six"], ["clip"]),  # not a ReLU6
+        _node("MatMul", ["relu", "w2"], ["mm"]),
+        _node("Softmax", ["mm"], ["attn"]),
+        _node("BiasGelu", ["mm", "bias"], ["gelu"], domain="com.microsoft"),
+        _node("Transpose", ["gelu"], ["t"]),
+        _node("SoftmaxCrossEntropyLoss", ["t", "labels"], ["loss"]),
+        _node("Gemm", ["loss", "w3"], ["grad"]),  # backward: not forward
+    ]
+    graph = onnx.helper.make_graph(nodes, "g", [], [], initializer=[zero, low])
+    assert bench.forward_tensors(graph) == [
+        ("conv", "dense"), ("bn", "dense"), ("relu", "post_relu"),
+        ("relu6", "post_relu"), ("mm", "dense"), ("attn", "softmax"),
+        ("gelu", "gelu")]
+
+
+def test_dump_real_on_the_checked_in_models(tmp_path):
+    """The transformer's real Softmax and BiasGelu outputs and the cnn's
+    Relu/Conv/BatchNorm/Gemm outputs, from their training graphs on two
+    Fashion-MNIST images."""
+    pytest.importorskip("onnxruntime")
+    from comet import data
+
+    if not os.path.isdir(data.data_dir()):
+        pytest.skip(f"{data.data_dir()}: dataset-fashion-mnist not installed")
+    paths = bench.dump_real(tmp_path, batch=2, models=("cnn", "transformer"))
+    tensors = bench.load_tensors(tmp_path)
+    assert {p.name for p in paths} == {f"{k}.npy" for k in tensors}
+    by_class = {}
+    for name, x in tensors.items():
+        cls, model, _ = name.split("__", 2)
+        by_class.setdefault((model, cls), []).append(x)
+        assert bench.tensor_class(name, x) == cls
+    assert {k for k in by_class} == {
+        ("cnn", "post_relu"), ("cnn", "dense"), ("transformer", "dense"),
+        ("transformer", "softmax"), ("transformer", "gelu")}
+    # cnn: Relu x3; Conv, BatchNorm x2 and Gemm x2.
+    assert len(by_class[("cnn", "post_relu")]) == 3
+    assert len(by_class[("cnn", "dense")]) == 6
+    for x in by_class[("cnn", "post_relu")]:
+        assert x.min() == 0 and np.mean(x == 0) > 0.1
+    # Two attention Softmax outputs (batch 2 x 4 heads, 28 x 28) whose rows
+    # sum to 1, and two GELU outputs (>= GELU's minimum, -0.17).
+    assert len(by_class[("transformer", "softmax")]) == 2
+    for x in by_class[("transformer", "softmax")]:
+        assert x.shape == (8, 28, 28)
+        assert np.allclose(x.sum(-1), 1, atol=1e-5) and x.min() > 0
+    assert len(by_class[("transformer", "gelu")]) == 2
+    for x in by_class[("transformer", "gelu")]:
+        assert x.shape == (2, 28, 256) and x.min() >= -0.1701 and x.max() > 0
+    with pytest.raises(FileNotFoundError, match="export-torch-models"):
+        bench.dump_real(tmp_path / "none", batch=2, models=("resnet18",),
+                        torch_models_dir=tmp_path)
+
+
+@needs_lib
+def test_entropy_settings_decode_alike_and_order_sizes():
+    # Softmax rows at a coarse bound: near-constant codes, coded under auto.
+    rng = np.random.default_rng(3)
+    logits = rng.normal(0, 0.1, (16, 28, 28))
+    x = (np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)).astype(np.float32)
+    sizes, decoded = {}, {}
+    try:
+        assert LIB.entropy() == "auto"
+        for mode in ("off", "auto", "always"):
+            LIB.set_entropy(mode)
+            assert LIB.entropy() == mode
+            s = LIB.compress(x, "sz", 1e-2)
+            sizes[mode] = s.size
+            decoded[mode] = LIB.decompress(s, np.empty_like(x))
+    finally:
+        LIB.set_entropy("auto")
+    assert np.array_equal(decoded["off"], decoded["auto"])
+    assert np.array_equal(decoded["off"], decoded["always"])
+    assert np.max(np.abs(x.astype(np.float64) - decoded["off"])) <= 1e-2
+    assert sizes["always"] <= sizes["auto"] < sizes["off"] / 2
+    with pytest.raises(KeyError):
+        LIB.set_entropy("sometimes")
+
+
+@needs_lib
+def test_benchmark_reports_each_entropy_setting():
+    rng = np.random.default_rng(4)
+    tensors = {"dense__m__t": rng.normal(0, 1, (3, 4096)).astype(np.float32)}
+    result = bench.run_benchmark(tensors, ebs=(1e-2,), threads=(1,), repeat=1, lib=LIB,
+                                 entropy=("off", "auto", "always"))
+    assert {r["codec"] for r in result["rows"]} == {
+        "comet-sz:off", "comet-sz", "comet-sz:always", "sz3", "zfp"}
+    out = {r["codec"]: r["bytes_out"] for r in result["rows"]}
+    assert out["comet-sz:always"] <= out["comet-sz"] <= out["comet-sz:off"]
+    vs = bench.speed_and_ratio_vs_sz3(result)
+    assert {(r["category"], r["entropy"]) for r in vs} == {
+        (c, e) for c in ("dense", "all") for e in ("off", "auto", "always")}
+    assert "| dense | 0.01 | always |" in bench.format_vs_sz3(vs)
+    assert LIB.entropy() == "auto"

@@ -58,6 +58,12 @@ comet_rt_status comet_rt_codec_set_isa(int isa) { return cpu::setIsa(isa); }
 
 int comet_rt_codec_active_isa(void) { return cpu::activeIsa(); }
 
+comet_rt_status comet_rt_codec_set_entropy(int entropy) {
+  return cpu::setEntropy(entropy);
+}
+
+int comet_rt_codec_get_entropy(void) { return cpu::entropy(); }
+
 comet_rt_status comet_rt_codec_get_info(const void *in, size_t in_size,
                                         comet_rt_codec_info *info) {
   return cpu::getInfo(in, in_size, info);

@@ -2,8 +2,10 @@
 //
 // test/fixtures/codec/manifest.txt lists small inputs with the exact format
 // version 2 stream they must compress to and the exact values that stream
-// decodes to; test/fixtures/codec/v1/ holds the same for version 1, which the
-// decoder keeps reading and the CUDA codec writes. Regenerate them with
+// decodes to, and optionally the comet_rt_codec_set_entropy setting it is
+// written with (auto, the default, off or always); test/fixtures/codec/v1/
+// holds the same for version 1, which the decoder keeps reading and the CUDA
+// codec writes. Regenerate them with
 // test/fixtures/codec/regenerate.py only when a format version changes.
 //
 //===----------------------------------------------------------------------===//
@@ -30,6 +32,7 @@ struct Case {
   double eb = 0;
   std::vector<uint64_t> dims;
   std::string input, stream, output;
+  int entropy = COMET_RT_CODEC_ENTROPY_AUTO;
 };
 
 std::vector<Case> readManifest(const std::string &dir) {
@@ -46,6 +49,14 @@ std::vector<Case> readManifest(const std::string &dir) {
     ls >> c.name >> c.codec >> c.dtype >> c.eb >> dims >> c.input >> c.stream >>
         c.output;
     EXPECT_FALSE(ls.fail()) << line;
+    std::string entropy;
+    if (ls >> entropy) {
+      EXPECT_TRUE(entropy == "auto" || entropy == "off" || entropy == "always")
+          << line;
+      c.entropy = entropy == "off"      ? COMET_RT_CODEC_ENTROPY_OFF
+                  : entropy == "always" ? COMET_RT_CODEC_ENTROPY_ALWAYS
+                                        : COMET_RT_CODEC_ENTROPY_AUTO;
+    }
     std::istringstream ds(dims);
     for (std::string d; std::getline(ds, d, 'x');)
       c.dims.push_back(std::stoull(d));
@@ -79,6 +90,7 @@ void checkSet(const std::string &dir, int version, size_t minCases) {
     ASSERT_EQ(comet_rt_codec_get_info(expected.data(), expected.size(), &info),
               COMET_RT_OK);
     EXPECT_EQ(info.version, unsigned(version));
+    ASSERT_EQ(comet_rt_codec_set_entropy(c.entropy), COMET_RT_OK);
     for (int isa : {COMET_RT_CODEC_ISA_BASELINE, COMET_RT_CODEC_ISA_AVX2}) {
       if (isa == COMET_RT_CODEC_ISA_AVX2 && !avx2)
         continue; // CodecIsa fails on CI when the path is missing
@@ -100,6 +112,7 @@ void checkSet(const std::string &dir, int version, size_t minCases) {
   }
   comet_rt_codec_set_num_threads(0);
   comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AUTO);
+  comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_AUTO);
 }
 
 TEST(CodecFixtures, Version2ByteExact) {

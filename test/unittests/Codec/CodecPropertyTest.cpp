@@ -358,6 +358,68 @@ TEST(CodecSz, F16Bound) {
   check16(COMET_RT_DTYPE_F16, f16ToFloat, floatToF16Trunc);
 }
 
+// Coded chunks (mode 7) go below one bit per value on near-constant codes
+// (attention softmax rows at a coarse bound), where a Rice code cannot, and
+// keep the bound, the zeros and the specials; f16 and bf16 too.
+TEST(CodecSz, CodedChunksGoBelowOneBitPerValue) {
+  std::vector<float> x = makeAttention(16, 28, 7); // 12544: 4 chunks
+  comet_rt_status st;
+  auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                       {16, 28, 28}, 1e-2, &st);
+  ASSERT_EQ(st, COMET_RT_OK);
+  EXPECT_EQ(v2Modes(s), std::vector<int>(4, 7));
+  EXPECT_LT(s.size() * 8, x.size() / 2); // under half a bit per value
+  std::vector<float> y = decompressVec(s, x.size(), &st);
+  ASSERT_EQ(st, COMET_RT_OK);
+  EXPECT_EQ(checkGuarantees(x, y, 1e-2), 0u);
+  // Exact zeros and specials inside coded chunks.
+  for (size_t i = 0; i < x.size(); i += 37)
+    x[i] = 0.0f;
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  x[4100] = -std::numeric_limits<float>::infinity();
+  x[9000] = 100.0f; // a long value
+  for (uint32_t dtype :
+       {COMET_RT_DTYPE_F32, COMET_RT_DTYPE_F16, COMET_RT_DTYPE_BF16}) {
+    SCOPED_TRACE(dtype);
+    std::vector<uint16_t> half(x.size());
+    const void *data = x.data();
+    if (dtype != COMET_RT_DTYPE_F32) {
+      for (size_t i = 0; i < x.size(); ++i)
+        half[i] = dtype == COMET_RT_DTYPE_F16 ? floatToF16Trunc(x[i])
+                                              : floatToBf16Trunc(x[i]);
+      data = half.data();
+    }
+    s = compressVec(COMET_RT_CODEC_SZ, comet_rt_dtype(dtype), data,
+                    {16, 28, 28}, 1e-2, &st);
+    ASSERT_EQ(st, COMET_RT_OK);
+    EXPECT_EQ(v2Modes(s), std::vector<int>(4, 7));
+    std::vector<uint8_t> out(x.size() * (dtype == COMET_RT_DTYPE_F32 ? 4 : 2));
+    ASSERT_EQ(
+        comet_rt_codec_decompress(s.data(), s.size(), out.data(), out.size()),
+        COMET_RT_OK);
+    for (size_t i = 0; i < x.size(); ++i) {
+      float in = x[i], got;
+      if (dtype == COMET_RT_DTYPE_F32) {
+        std::memcpy(&got, &out[4 * i], 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, &out[2 * i], 2);
+        in = dtype == COMET_RT_DTYPE_F16 ? f16ToFloat(half[i])
+                                         : bf16ToFloat(half[i]);
+        got = dtype == COMET_RT_DTYPE_F16 ? f16ToFloat(h) : bf16ToFloat(h);
+      }
+      if (in == 0.0f)
+        ASSERT_EQ(bitsOf(got), 0u) << i;
+      else if (std::isnan(in))
+        ASSERT_TRUE(std::isnan(got)) << i;
+      else if (std::isinf(in))
+        ASSERT_EQ(in, got) << i;
+      else
+        ASSERT_LE(std::fabs(double(in) - double(got)), 1e-2) << i;
+    }
+  }
+}
+
 // One 256 MB run: the size the issue names, with all threads.
 TEST(CodecSz, Large256MB) {
 #ifdef COMET_CODEC_NO_LARGE_TEST

@@ -67,48 +67,37 @@ std::vector<std::vector<uint8_t>> sampleStreams() {
                             : nd(rng);
   streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, z.data(),
                                 {z.size()}, 1e-3, &st));
-  // A smooth 2-D field: 2D Lorenzo Rice blocks (mode 6).
-  std::vector<float> field(20 * 30);
+  // A smooth 2-D field: a coded chunk (mode 7, 2-D Lorenzo predictor), which
+  // only ALWAYS tries on codes this wide.
+  std::vector<float> field(24 * 32);
   for (size_t i = 0; i < 20; ++i)
     for (size_t j = 0; j < 30; ++j)
       field[i * 30 + j] = std::sin(0.3f * float(i)) * std::cos(0.2f * float(j));
+  comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_ALWAYS);
   streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
                                 field.data(), {20, 30}, 1e-4, &st));
+  comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_AUTO);
+  // The same field above two sparse blocks, which keep the chunk in block
+  // modes: 2D Lorenzo Rice blocks (mode 6).
+  for (size_t i = 0; i < 24; ++i)
+    for (size_t j = 0; j < 32; ++j)
+      field[i * 32 + j] =
+          i < 20 ? std::sin(0.3f * float(i)) * std::cos(0.2f * float(j))
+                 : (j % 16 == 0 ? 0.5f : 0.0f);
+  streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
+                                field.data(), {24, 32}, 1e-4, &st));
   // The version 1 decoder stays reachable.
   streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                                 {10, 20}, 1e-2, &st, 1));
   return streams;
 }
 
-// The modes of a version 2 stream's present blocks (single-chunk or
-// multi-chunk), to check that the samples reach every decoder path.
-std::vector<int> v2Modes(const std::vector<uint8_t> &s) {
-  std::vector<int> modes;
-  comet_rt_codec_info info;
-  if (comet_rt_codec_get_info(s.data(), s.size(), &info) != COMET_RT_OK ||
-      info.version != 2 || info.codec != COMET_RT_CODEC_SZ)
-    return modes;
-  uint64_t chunks = (info.num_elements + 4095) / 4096, off = 128 + 4 * chunks;
-  for (uint64_t c = 0; c < chunks; ++c) {
-    uint32_t size;
-    std::memcpy(&size, &s[128 + 4 * c], 4);
-    if (size) {
-      uint64_t bitmap;
-      std::memcpy(&bitmap, &s[off], 8);
-      for (int i = 0; i < __builtin_popcountll(bitmap); ++i)
-        modes.push_back(s[off + 10 + i] >> 5);
-    }
-    off += size;
-  }
-  return modes;
-}
-
 TEST(CodecRobustness, SamplesCoverEveryMode) {
-  std::vector<bool> seen(7, false);
+  std::vector<bool> seen(8, false);
   for (auto &s : sampleStreams())
     for (int m : v2Modes(s))
       seen[m] = true;
-  for (int m = 0; m < 7; ++m)
+  for (int m = 0; m < 8; ++m)
     EXPECT_TRUE(seen[m]) << "no block of mode " << m;
 }
 
@@ -231,6 +220,75 @@ TEST(CodecRobustness, SpecificCorruptionsV2) {
   t = s;
   t[120] += 1; // the header's outlier total
   expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier total");
+}
+
+// Hand-made inconsistencies in a coded chunk (mode 7; one chunk: bitmap
+// at 132, outlier count at 140, descriptor at 142, the range coder's byte
+// count at 143, its bytes from 145, the raw bits, then the outliers).
+TEST(CodecRobustness, SpecificCorruptionsCoded) {
+  std::vector<float> x = makeAttention(4, 28, 3); // 3136: 49 blocks
+  std::fill(x.begin(), x.begin() + 64, 0.0f);     // block 0 absent
+  x[100] = std::numeric_limits<float>::quiet_NaN();
+  comet_rt_status st;
+  auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                       {4, 28, 28}, 1e-2, &st);
+  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(v2Modes(s), std::vector<int>{7});
+  ASSERT_EQ(s[141], 0x80); // the flag; one outlier
+  ASSERT_EQ(s[140], 1);
+  const size_t cap = x.size() * 4;
+  ASSERT_EQ(guardedDecode(s, cap), COMET_RT_OK);
+  auto expectStatus = [&](std::vector<uint8_t> t, comet_rt_status want,
+                          const char *what) {
+    EXPECT_EQ(guardedDecode(t, cap), want) << what;
+  };
+  auto t = s;
+  t[142] = uint8_t(7 << 5 | 4); // predictor 4
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "predictor");
+  t = s;
+  t[142] = uint8_t(6 << 5 | (s[142] & 31)); // not mode 7
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "coded chunk's mode");
+  t = s;
+  t[141] = 0; // flag cleared: block descriptors (the first is mode 7)
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "flag");
+  t = s;
+  t[145] = 1; // the range coder's first byte is always 0
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "first byte");
+  t = s;
+  t[144] = 0xFF; // more range coder bytes than the chunk holds
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "range coder's byte count");
+  t = s;
+  t[143] += 1; // one of them taken from the raw bits
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "range coder's byte count + 1");
+  t = s;
+  t[140] = 0; // no outlier: the index and value become coder bytes
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier count");
+  t = s;
+  size_t idx = s.size() - 6;
+  t[idx] = 0x40; // 3136 + 0: index past the chunk
+  t[idx + 1] = 0x0C;
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier index");
+  t = s;
+  ASSERT_EQ(s[132] & 1, 0); // block 0 absent; the outlier moves there
+  t[idx] = 10;
+  t[idx + 1] = 0;
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier in an absent block");
+  t = s;
+  t.insert(t.begin() + idx, 0); // a trailing raw byte
+  t[128] += 1;
+  t[112] += 1;
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "trailing byte");
+  // The 2-D predictors need rank >= 2.
+  auto r1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                        {x.size()}, 1e-2, &st);
+  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(v2Modes(r1), std::vector<int>{7});
+  EXPECT_EQ(guardedDecode(r1, cap), COMET_RT_OK);
+  for (uint8_t pred : {2, 3}) {
+    t = r1;
+    t[142] = uint8_t(7 << 5 | pred);
+    expectStatus(t, COMET_RT_ERR_CORRUPT, "2-D predictor at rank 1");
+  }
 }
 
 // The same for a version 1 stream.

@@ -98,6 +98,52 @@ compressVec(comet_rt_codec codec, comet_rt_dtype dtype, const void *data,
   return out;
 }
 
+// Attention-like softmax rows: `maps` maps of seq x seq, each row the
+// softmax of small seeded logits (an untrained model's attention: values
+// near 1 / seq, near-constant codes at a coarse bound).
+inline std::vector<float> makeAttention(size_t maps, size_t seq,
+                                        uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 0.1);
+  std::vector<float> x(maps * seq * seq);
+  std::vector<double> row(seq);
+  for (size_t r = 0; r < maps * seq; ++r) {
+    double sum = 0;
+    for (double &v : row)
+      sum += v = std::exp(normal(rng));
+    for (size_t j = 0; j < seq; ++j)
+      x[r * seq + j] = float(row[j] / sum);
+  }
+  return x;
+}
+
+// The modes of a version 2 sz stream's chunks: per present block its mode,
+// or one 7 for a coded chunk; empty for anything else.
+inline std::vector<int> v2Modes(const std::vector<uint8_t> &s) {
+  std::vector<int> modes;
+  comet_rt_codec_info info;
+  if (comet_rt_codec_get_info(s.data(), s.size(), &info) != COMET_RT_OK ||
+      info.version != 2 || info.codec != COMET_RT_CODEC_SZ)
+    return modes;
+  uint64_t chunks = (info.num_elements + 4095) / 4096, off = 128 + 4 * chunks;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    uint32_t size;
+    std::memcpy(&size, &s[128 + 4 * c], 4);
+    if (size) {
+      uint64_t bitmap;
+      uint16_t outliers;
+      std::memcpy(&bitmap, &s[off], 8);
+      std::memcpy(&outliers, &s[off + 8], 2);
+      // A coded chunk has one descriptor, mode 7.
+      int nd = outliers & 0x8000 ? 1 : __builtin_popcountll(bitmap);
+      for (int i = 0; i < nd; ++i)
+        modes.push_back(s[off + 10 + i] >> 5);
+    }
+    off += size;
+  }
+  return modes;
+}
+
 } // namespace comet::test
 
 #endif

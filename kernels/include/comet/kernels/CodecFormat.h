@@ -65,8 +65,21 @@ enum BlockModeV2 : uint8_t {
   kV2RiceLorenzo = 4,   // Golomb-Rice(k) of the dense mode's residual codes
   kV2RicePlain = 5,     // Golomb-Rice(k) of zigzag(q)
   kV2RiceLorenzo2d = 6, // Golomb-Rice(k) of 2D Lorenzo residuals (rank >= 2)
+  kV2Coded = 7,         // a whole chunk, range-coded with adaptive contexts
 };
+// Block descriptors take modes below kV2NumModes; mode 7 is the one
+// descriptor of a coded chunk, flagged by kCodedChunkFlag in its u16
+// outlier count (docs/codec-format.md, "Coded chunks").
 inline constexpr uint32_t kV2NumModes = 7;
+inline constexpr uint16_t kCodedChunkFlag = 0x8000;
+// Predictors of a coded chunk (its descriptor's param).
+enum CodedPredictor : uint8_t {
+  kPredPlain = 0,
+  kPredLeft = 1,
+  kPredLorenzo2d = 2, // rank >= 2
+  kPredUp = 3,        // rank >= 2
+};
+inline constexpr uint32_t kNumPredictors = 4;
 
 inline constexpr uint32_t kMaxRank = COMET_RT_CODEC_MAX_RANK;
 // The range of eb: FLT_MIN <= eb <= FLT_MAX / 2.

@@ -117,6 +117,25 @@ COMET_RT_API comet_rt_status comet_rt_codec_set_isa(int isa);
 /* The instruction set the encoder uses now (never AUTO). */
 COMET_RT_API int comet_rt_codec_active_isa(void);
 
+/* Whether the sz encoder (format version 2) tries coded chunks (mode 7, an
+ * adaptive range coder per 4096-element chunk, kept only where smaller).
+ * They shrink near-constant codes (softmax at coarse bounds) 2-3x and wider
+ * codes by 4-13 %, and make a chunk 3-8x slower to encode and to decode.
+ * Every setting's bytes decode with the same decoder, to the same values. */
+typedef enum comet_rt_codec_entropy {
+  /* Only on chunks with at least half their values in blocks that the
+   * other modes code in under 2 bits a value (default). */
+  COMET_RT_CODEC_ENTROPY_AUTO = 0,
+  COMET_RT_CODEC_ENTROPY_OFF = 1,   /* never: the fastest encoding */
+  COMET_RT_CODEC_ENTROPY_ALWAYS = 2 /* on every eligible chunk: the smallest */
+} comet_rt_codec_entropy;
+
+/* Selects it for all threads (an int holding a comet_rt_codec_entropy). */
+COMET_RT_API comet_rt_status comet_rt_codec_set_entropy(int entropy);
+
+/* The setting in force. */
+COMET_RT_API int comet_rt_codec_get_entropy(void);
+
 /* Parses and checks the header of the stream at in. */
 COMET_RT_API comet_rt_status comet_rt_codec_get_info(const void *in,
                                                      size_t in_size,

@@ -43,6 +43,8 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
                                 size_t outCapacity, size_t *outSize);
 comet_rt_status setIsa(int isa);
 int activeIsa();
+comet_rt_status setEntropy(int entropy);
+int entropy();
 comet_rt_status getInfo(const void *in, size_t inSize,
                         comet_rt_codec_info *info);
 comet_rt_status decompress(const void *in, size_t inSize, void *out,
