@@ -10,6 +10,7 @@
 #include "comet/Conversion/Passes.h"
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"
+#include "comet/Import/Checkpoint.h"
 #include "comet/Import/ONNXImporter.h"
 #include "comet/runtime/handles.h"
 
@@ -110,6 +111,31 @@ Expected<onnx_import::Model> readModel(StringRef path) {
                                   (*buf)->getBufferSize(), model, error))
     return err(path + ": " + error);
   return model;
+}
+
+Expected<llvm::StringMap<InitialValue>> readInitialWeights(StringRef path) {
+  llvm::StringMap<InitialValue> out;
+  if (path.ends_with(".onnx")) {
+    auto model = readModel(path);
+    if (!model)
+      return model.takeError();
+    for (const onnx_import::Tensor &t : model->graph.initializers) {
+      if (t.dataType != 1) // float
+        continue;
+      InitialValue &v = out[t.name];
+      v.dims = t.dims;
+      v.values.resize(t.bytes.size() / sizeof(float));
+      std::memcpy(v.values.data(), t.bytes.data(), t.bytes.size());
+    }
+    return out;
+  }
+  checkpoint::Checkpoint cp;
+  std::string error;
+  if (!checkpoint::readCheckpointFile(path.str(), cp, error))
+    return err(error);
+  for (checkpoint::Parameter &p : cp.parameters)
+    out[p.name] = {std::move(p.dims), std::move(p.values)};
+  return out;
 }
 
 Engine::Impl::Impl() {
@@ -250,64 +276,100 @@ Buffer *Engine::Impl::newBuffer(const std::string &name,
   return p;
 }
 
-Error Engine::Impl::setupTrainBuffers(const onnx_import::Model &weights) {
-  llvm::StringMap<const onnx_import::Tensor *> inits;
-  for (const auto &t : weights.graph.initializers)
-    inits[t.name] = &t;
-  // First pass: gradient buffers name their parameters.
+/// "[4,1,5,5]" for messages.
+static std::string dimsStr(ArrayRef<int64_t> dims) {
+  std::string r = "[";
+  for (auto [i, d] : llvm::enumerate(dims))
+    r += (i ? "," : "") + std::to_string(d);
+  return r + "]";
+}
+
+/// "'a', 'b'" for messages.
+static std::string quoted(ArrayRef<std::string> names) {
+  std::string r;
+  for (const std::string &n : names)
+    r += (r.empty() ? "'" : ", '") + n + "'";
+  return r;
+}
+
+Error Engine::Impl::setupTrainBuffers(
+    const llvm::StringMap<InitialValue> &weights) {
+  // Each input's role comes from the graph's own input list: gradient
+  // buffers and lazy_reset_grad by ORT's names, parameters by the weights,
+  // and what is left must be one float data batch and one int64 labels.
   for (const ArgInfo &a : train.args) {
     size_t pos = a.name.find("_grad.accumulation.buffer");
     if (pos != std::string::npos)
       gradOf[a.name.substr(0, pos)] = a.name;
   }
+  std::vector<std::string> dataNames, labelNames;
   for (auto [i, a] : llvm::enumerate(train.args)) {
     std::string name = a.isResult ? "result:" + std::to_string(i) : a.name;
     if (name.empty())
       return err("argument " + llvm::Twine(i) +
-                 " of the training graph "
-                 "has no onnx.name");
+                 " of the training graph has no onnx.name");
     int32_t cat = COMET_RT_MEM_OTHER;
-    bool isParam = false;
-    if (a.isResult || name == "input" || name == "labels" ||
-        name == "lazy_reset_grad" || a.elemBytes != 4) {
-      cat = COMET_RT_MEM_OTHER;
+    const InitialValue *init = nullptr;
+    if (a.isResult || name == "lazy_reset_grad") {
     } else if (name.find("_grad.accumulation.buffer") != std::string::npos) {
       cat = COMET_RT_MEM_GRADS;
-    } else {
+    } else if (auto it = weights.find(name);
+               it != weights.end() && a.elemBytes == 4) {
       cat = COMET_RT_MEM_PARAMS;
-      isParam = true;
-    }
-    if (i == 0 && !a.isResult) {
-      if (a.shape.size() < 2)
-        return err("the first input of the training graph must be a batch "
-                   "of samples");
-      sampleShape.assign(a.shape.begin() + 1, a.shape.end());
+      init = &it->second;
+    } else if (gradOf.count(name)) {
+      return err("no initial value for parameter '" + name + "' in " +
+                 paths.weights);
+    } else if (a.elemBytes == 4) {
+      dataNames.push_back(name);
+    } else if (a.elemBytes == 8) {
+      labelNames.push_back(name);
+    } else {
+      return err("training graph input '" + name +
+                 "' is neither a parameter of " + paths.weights +
+                 ", a gradient buffer, lazy_reset_grad, float data nor int64 "
+                 "labels");
     }
     Buffer *b = newBuffer(name, a.shape, a.elemBytes, cat);
     if (!b)
       return err("out of memory allocating " + name);
     trainArgs.push_back(b);
-    if (isParam) {
-      auto it = inits.find(name);
-      if (it == inits.end())
-        return err("no initial value for parameter '" + name +
-                   "' in the weights file");
-      const onnx_import::Tensor *t = it->second;
-      if (t->bytes.size() != b->bytes())
-        return err("initializer '" + name + "' has " +
-                   llvm::Twine(t->bytes.size()) + " bytes, the graph wants " +
-                   llvm::Twine(b->bytes()));
-      std::memcpy(b->data, t->bytes.data(), b->bytes());
-      if (gradOf.count(name))
-        trainable.push_back(name);
-    }
+    if (!init)
+      continue;
+    if (init->dims != a.shape)
+      return err("parameter '" + name + "' has shape " + dimsStr(init->dims) +
+                 " in " + paths.weights + " but the graph wants " +
+                 dimsStr(a.shape));
+    if (init->values.size() * sizeof(float) != b->bytes())
+      return err("parameter '" + name + "' has " +
+                 llvm::Twine(init->values.size()) + " values in " +
+                 paths.weights + ", the graph wants " + llvm::Twine(b->numel));
+    std::memcpy(b->data, init->values.data(), b->bytes());
+    if (gradOf.count(name))
+      trainable.push_back(name);
   }
-  // Inputs by position: input, labels; then by name.
-  input = trainArgs[0];
-  if (trainArgs.size() < 2 || trainArgs[1]->elemBytes != 8)
-    return err("the second input of the training graph must be the int64 "
-               "labels");
-  labels = trainArgs[1];
+  if (dataNames.size() != 1)
+    return err(dataNames.empty()
+                   ? "the training graph has no float input for the data: "
+                     "every float input is a parameter of " +
+                         paths.weights + " or a gradient buffer"
+                   : "the training graph's data input is ambiguous: the "
+                     "float inputs " +
+                         quoted(dataNames) + " are not parameters of " +
+                         paths.weights + " (expected exactly one)");
+  if (labelNames.size() != 1)
+    return err(labelNames.empty()
+                   ? llvm::Twine("the training graph has no int64 input for "
+                                 "the labels")
+                   : "the training graph's labels input is ambiguous: "
+                     "int64 inputs " +
+                         quoted(labelNames) + " (expected exactly one)");
+  input = buffers[dataNames[0]].get();
+  labels = buffers[labelNames[0]].get();
+  if (input->shape.size() < 2)
+    return err("the training graph's data input '" + dataNames[0] +
+               "' must be a batch of samples (rank >= 2)");
+  sampleShape.assign(input->shape.begin() + 1, input->shape.end());
   auto lr = buffers.find("lazy_reset_grad");
   lazyReset = lr == buffers.end() ? nullptr : lr->second.get();
   for (auto [i, a] : llvm::enumerate(train.args))
@@ -354,13 +416,21 @@ Expected<std::unique_ptr<Engine>> Engine::load(StringRef path) {
     registerConversionPasses();
   });
   std::unique_ptr<Engine> e(new Engine());
-  e->impl->path = path.str();
-  auto m = e->impl->loadModule(path);
+  // An artifact folder: its training graph, with the siblings found later.
+  std::string file = path.str();
+  if (llvm::sys::fs::is_directory(path)) {
+    file = (path + "/training_model.onnx").str();
+    if (!llvm::sys::fs::exists(file))
+      return err(path + " is a folder without training_model.onnx");
+  }
+  e->impl->path = file;
+  e->impl->paths.training = file;
+  auto m = e->impl->loadModule(file);
   if (!m)
     return m.takeError();
   e->impl->source = std::move(*m);
   if (!Impl::mainFunc(*e->impl->source))
-    return err(path + ": no function to train");
+    return err(file + ": no function to train");
   return std::move(e);
 }
 
@@ -410,25 +480,39 @@ Error Engine::compile(const EngineOptions &options) {
   if (Error e = I.lowerAndJit(*m, options.batchSize, I.train,
                               options.dumpLoweredIRPath))
     return e;
-  std::string weights = options.weightsPath;
-  if (weights.empty())
-    weights = dirOf(I.path) + "/model.onnx";
-  auto wm = readModel(weights);
-  if (!wm)
-    return wm.takeError();
-  if (Error e = I.setupTrainBuffers(*wm))
+  // The artifact folder's files unless the options name others.
+  std::string dir = dirOf(I.path);
+  I.paths.weights = options.weightsPath;
+  if (I.paths.weights.empty()) {
+    I.paths.weights = dir + "/checkpoint";
+    if (!llvm::sys::fs::exists(I.paths.weights))
+      I.paths.weights = dir + "/model.onnx";
+  }
+  auto weights = readInitialWeights(I.paths.weights);
+  if (!weights)
+    return weights.takeError();
+  if (Error e = I.setupTrainBuffers(*weights))
     return e;
-  if (Error e = I.setupOptimizer())
+  I.paths.optimizer = options.optimizerPath;
+  if (I.paths.optimizer == EngineOptions::kBuiltinOptimizer) {
+    I.paths.optimizer.clear();
+  } else if (I.paths.optimizer.empty()) {
+    std::string guess = dir + "/optimizer_model.onnx";
+    if (llvm::sys::fs::exists(guess))
+      I.paths.optimizer = guess;
+  }
+  if (Error e = I.setupOptimizer(I.paths.optimizer))
     return e;
   std::string evalPath = options.evalModelPath;
   if (evalPath.empty()) {
-    std::string guess = dirOf(I.path) + "/eval_model.onnx";
+    std::string guess = dir + "/eval_model.onnx";
     if (llvm::sys::fs::exists(guess))
       evalPath = guess;
   }
   if (!evalPath.empty())
     if (Error e = I.setupEval(evalPath))
       return e;
+  I.paths.evalModel = evalPath;
   I.compiled = true;
   resetPeaks();
   return Error::success();
@@ -533,6 +617,14 @@ std::vector<std::string> Engine::trainableParameters() const {
   return impl->trainable;
 }
 
+std::vector<std::string> Engine::parameters() const {
+  std::vector<std::string> names;
+  for (Buffer *b : impl->trainArgs)
+    if (b->category == COMET_RT_MEM_PARAMS)
+      names.push_back(b->name);
+  return names;
+}
+
 llvm::ArrayRef<float> Engine::parameter(StringRef name) const {
   auto it = impl->buffers.find(name);
   if (it == impl->buffers.end() || it->second->elemBytes != 4)
@@ -568,6 +660,10 @@ Error Engine::setParameter(StringRef name, llvm::ArrayRef<float> values) {
 }
 
 std::string Engine::optimizerName() const { return impl->optimizer; }
+
+float Engine::learningRate() const { return impl->opts.learningRate; }
+
+const ArtifactPaths &Engine::artifacts() const { return impl->paths; }
 
 comet_rt_context *Engine::runtimeContext() const { return impl->rt.get(); }
 

@@ -40,6 +40,17 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle);
 /// Reads an ONNX model (weights, optimizer graph).
 llvm::Expected<onnx_import::Model> readModel(llvm::StringRef path);
 
+/// A parameter's initial float32 values.
+struct InitialValue {
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+/// Initial parameter values by name: from an ONNX Runtime checkpoint, or
+/// from the float initializers of an .onnx file (a name ending in .onnx).
+llvm::Expected<llvm::StringMap<InitialValue>>
+readInitialWeights(llvm::StringRef path);
+
 /// A tensor buffer from the engine context's allocator and its ranked memref
 /// descriptor.
 struct Buffer {
@@ -93,6 +104,10 @@ struct Engine::Impl {
   Compiled train, eval;
   bool haveEval = false;
   int64_t evalBatch = 0;
+  /// The eval graph's data and labels arguments (indices into eval.args).
+  size_t evalData = 0, evalLabels = 0;
+  /// The files the engine read (Engine::artifacts).
+  ArtifactPaths paths;
   /// The graph as compress-activations left it, for the analysis.
   mlir::OwningOpRef<mlir::ModuleOp> analysisModule;
   std::unique_ptr<ActivationLiveness> liveness;
@@ -132,8 +147,8 @@ struct Engine::Impl {
                           llvm::StringRef dumpPath);
   Buffer *newBuffer(const std::string &name, llvm::ArrayRef<int64_t> shape,
                     size_t elemBytes, int32_t category);
-  llvm::Error setupTrainBuffers(const onnx_import::Model &weights);
-  llvm::Error setupOptimizer();
+  llvm::Error setupTrainBuffers(const llvm::StringMap<InitialValue> &weights);
+  llvm::Error setupOptimizer(llvm::StringRef optimizerPath);
   llvm::Error runOptimizer();
   llvm::Error setupEval(llvm::StringRef evalPath);
   llvm::Expected<float> runTrain(const float *images, const int64_t *lab);

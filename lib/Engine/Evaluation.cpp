@@ -44,6 +44,50 @@ Error Engine::Impl::setupEval(StringRef evalPath) {
   evalBatch = opts.batchSize;
   if (Error e = lowerAndJit(**m, evalBatch, eval, ""))
     return e;
+  // Inputs by role, as in the training graph: the training graph's
+  // parameters are shared, and what is left must be one float data batch
+  // and one int64 labels.
+  std::vector<size_t> data, lab;
+  for (auto [i, a] : llvm::enumerate(eval.args)) {
+    if (a.isResult)
+      continue;
+    auto it = buffers.find(a.name);
+    if (it != buffers.end() && it->second->category == COMET_RT_MEM_PARAMS)
+      continue;
+    if (a.elemBytes == 4)
+      data.push_back(i);
+    else if (a.elemBytes == 8)
+      lab.push_back(i);
+    else
+      return err(evalPath + ": input '" + a.name +
+                 "' is neither a parameter of the training graph, float "
+                 "data nor int64 labels");
+  }
+  auto names = [&](ArrayRef<size_t> idx) {
+    std::string r;
+    for (size_t i : idx)
+      r += (r.empty() ? "'" : ", '") + eval.args[i].name + "'";
+    return r;
+  };
+  if (data.size() != 1)
+    return err(evalPath +
+               ": expected exactly one float input that is not a "
+               "parameter of the training graph (the data), got " +
+               llvm::Twine(data.size()) +
+               (data.empty() ? "" : ": " + names(data)));
+  if (lab.size() != 1)
+    return err(evalPath +
+               ": expected exactly one int64 input (the labels), "
+               "got " +
+               llvm::Twine(lab.size()) +
+               (lab.empty() ? "" : ": " + names(lab)));
+  evalData = data[0];
+  evalLabels = lab[0];
+  ArrayRef<int64_t> shape = eval.args[evalData].shape;
+  if (shape.empty() || shape[0] != evalBatch ||
+      shape.drop_front() != ArrayRef<int64_t>(sampleShape))
+    return err(evalPath + ": the data input '" + eval.args[evalData].name +
+               "' must be a batch of the training graph's samples");
   haveEval = true;
   return Error::success();
 }
@@ -60,16 +104,10 @@ Error Engine::evaluate(const float *images, const int64_t *labels, int64_t n,
   std::vector<Buffer *> args;
   Buffer *in = nullptr, *lab = nullptr, *logits = nullptr;
   for (auto [i, a] : llvm::enumerate(I.eval.args)) {
-    auto it = a.isResult ? I.buffers.end() : I.buffers.find(a.name);
-    bool shared =
-        it != I.buffers.end() && a.name != "input" && a.name != "labels";
-    if (shared) {
-      args.push_back(it->second.get());
+    if (!a.isResult && i != I.evalData && i != I.evalLabels) {
+      args.push_back(I.buffers[a.name].get()); // a parameter (setupEval)
       continue;
     }
-    if (!a.isResult && a.name != "input" && a.name != "labels")
-      return err("eval graph input '" + a.name +
-                 "' is not a parameter of the training graph");
     auto b = std::make_unique<Buffer>();
     b->name = a.name;
     b->shape = a.shape;
@@ -77,9 +115,9 @@ Error Engine::evaluate(const float *images, const int64_t *labels, int64_t n,
     b->category = COMET_RT_MEM_OTHER;
     if (!b->allocate(I.rt.get()))
       return err("out of memory");
-    if (a.name == "input")
+    if (i == I.evalData)
       in = b.get();
-    else if (a.name == "labels")
+    else if (i == I.evalLabels)
       lab = b.get();
     args.push_back(b.get());
     own.push_back(std::move(b));

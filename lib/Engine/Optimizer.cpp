@@ -14,9 +14,9 @@ using llvm::Error;
 
 namespace comet {
 
-Error Engine::Impl::setupOptimizer() {
-  if (!opts.optimizerPath.empty()) {
-    auto model = readModel(opts.optimizerPath);
+Error Engine::Impl::setupOptimizer(StringRef optimizerPath) {
+  if (!optimizerPath.empty()) {
+    auto model = readModel(optimizerPath);
     if (!model)
       return model.takeError();
     const onnx_import::Node *node = nullptr;
@@ -24,8 +24,7 @@ Error Engine::Impl::setupOptimizer() {
       if (n.opType == "AdamWOptimizer" || n.opType == "SGDOptimizerV2")
         node = &n;
     if (!node)
-      return err(opts.optimizerPath +
-                 ": no AdamWOptimizer or SGDOptimizerV2 node");
+      return err(optimizerPath + ": no AdamWOptimizer or SGDOptimizerV2 node");
     optimizer = node->opType;
     for (const auto &a : node->attributes) {
       if (a.name == "alpha")
@@ -42,6 +41,8 @@ Error Engine::Impl::setupOptimizer() {
         adamCorrectBias = a.i;
     }
   }
+  if (opts.learningRate <= 0)
+    opts.learningRate = optimizer == "AdamWOptimizer" ? 1e-3f : 0.05f;
   lrBuf = std::make_unique<Buffer>();
   lrBuf->shape = {1};
   lrBuf->category = COMET_RT_MEM_OTHER;

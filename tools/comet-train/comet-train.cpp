@@ -1,12 +1,14 @@
 //===- comet-train.cpp - Train an ONNX Runtime training graph with COMET --===//
 //
-//   comet-train MODEL.onnx [--optimizer OPT.onnx] --data
-//   fashion-mnist|synthetic
-//       --epochs E --batch B --compress none|static|adaptive --device cpu|cuda
-//       --report OUT.json [--max-steps N]
+//   comet-train ARTIFACT_DIR|training_model.onnx [--optimizer OPT.onnx]
+//       [--data fashion-mnist|synthetic] [--epochs E] [--batch B]
+//       [--compress none|static|adaptive] [--device cpu|cuda]
+//       [--report OUT.json] [--max-steps N]
 //
-// Compiles the training graph with comet::Engine, trains, evaluates the eval
-// graph on the test split and writes a JSON report (docs/execution.md).
+// Compiles the training graph of an ONNX Runtime artifact folder with
+// comet::Engine (weights from its checkpoint, its optimizer_model.onnx),
+// trains, evaluates its eval_model.onnx on the test split, prints a summary
+// and writes a JSON report (docs/execution.md).
 // --dump-grads runs one training-graph step on given inputs and writes the
 // loss and gradients, for the check against ONNX Runtime.
 //
@@ -37,13 +39,15 @@ using namespace llvm;
 static cl::OptionCategory cat("comet-train options");
 enum class DataSource { FashionMnist, Synthetic };
 enum class Device { Cpu, Cuda };
-static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
-                                      cl::desc("<training_model.onnx|.mlir>"),
-                                      cl::cat(cat));
+static cl::opt<std::string>
+    modelPath(cl::Positional, cl::Required,
+              cl::desc("<artifact folder|training_model.onnx|.mlir>"),
+              cl::cat(cat));
 static cl::opt<std::string> optimizerPath(
     "optimizer",
-    cl::desc("ORT optimizer graph (AdamWOptimizer or SGDOptimizerV2); "
-             "default: built-in SGD with momentum"),
+    cl::desc("ORT optimizer graph (AdamWOptimizer or SGDOptimizerV2), or "
+             "'builtin' for SGD with momentum; default: optimizer_model.onnx "
+             "next to the training graph, else 'builtin'"),
     cl::init(""), cl::cat(cat));
 static cl::opt<DataSource>
     data("data", cl::desc("Training data"),
@@ -73,7 +77,7 @@ static cl::opt<comet::CompressMode>
                                    "static bounds"),
                         clEnumValN(comet::CompressMode::Adaptive, "adaptive",
                                    "bounds re-tuned while training")),
-             cl::init(comet::CompressMode::None), cl::cat(cat));
+             cl::init(comet::CompressMode::Static), cl::cat(cat));
 static cl::opt<std::string> compressOptions(
     "compress-options",
     cl::desc("Options for --comet-compress-activations, e.g. 'min-bytes=4096'"),
@@ -93,8 +97,9 @@ static cl::opt<int64_t>
     evalSamples("eval-samples",
                 cl::desc("Test samples to evaluate (0: all, -1: none)"),
                 cl::init(0), cl::cat(cat));
-static cl::opt<float> lr("lr", cl::desc("Learning rate"), cl::init(0.05f),
-                         cl::cat(cat));
+static cl::opt<float>
+    lr("lr", cl::desc("Learning rate (default: 0.001 for AdamW, 0.05 for SGD)"),
+       cl::init(0.0f), cl::cat(cat));
 static cl::opt<float> momentum("momentum",
                                cl::desc("Momentum of the built-in SGD"),
                                cl::init(0.9f), cl::cat(cat));
@@ -102,8 +107,9 @@ static cl::opt<uint64_t> seed("seed", cl::desc("Shuffle/synthetic seed"),
                               cl::init(0), cl::cat(cat));
 static cl::opt<std::string>
     weightsPath("weights",
-                cl::desc("Initial weights (.onnx initializers); default: "
-                         "model.onnx next to the model"),
+                cl::desc("Initial weights: an ORT checkpoint, or an .onnx "
+                         "file's initializers; default: the checkpoint next "
+                         "to the training graph, else model.onnx there"),
                 cl::init(""), cl::cat(cat));
 static cl::opt<std::string> dumpIR("dump-ir",
                                    cl::desc("Write the lowered IR here"),
@@ -111,7 +117,8 @@ static cl::opt<std::string> dumpIR("dump-ir",
 static cl::opt<std::string> dumpGrads(
     "dump-grads",
     cl::desc("Run one training-graph step on --inputs/--labels and write "
-             "loss.bin and <param>.grad.bin (raw f32) to this directory"),
+             "loss.bin, <param>.grad.bin and <param>.param.bin (the "
+             "weights it started from; raw f32) to this directory"),
     cl::init(""), cl::cat(cat));
 static cl::opt<std::string>
     inputsFile("inputs", cl::desc("Raw f32 batch for --dump-grads"),
@@ -231,6 +238,11 @@ static int runDumpGrads(comet::Engine &engine) {
   if (!readRaw(inputsFile, images.data(), images.size() * 4, e) ||
       !readRaw(labelsFile, labels.data(), labels.size() * 8, e))
     return fail(e);
+  // The weights the step starts from (a training-mode batch norm updates
+  // its running statistics during the step).
+  std::vector<std::pair<std::string, std::vector<float>>> start;
+  for (const std::string &p : engine.parameters())
+    start.push_back({p, engine.parameter(p).vec()});
   auto loss = engine.computeGradients(images.data(), labels.data());
   if (!loss)
     return fail(loss.takeError());
@@ -242,6 +254,9 @@ static int runDumpGrads(comet::Engine &engine) {
     if (!writeRaw(dumpGrads + "/" + p + ".grad.bin", g.data(), g.size() * 4))
       return fail("cannot write to " + dumpGrads);
   }
+  for (const auto &[p, w] : start)
+    if (!writeRaw(dumpGrads + "/" + p + ".param.bin", w.data(), w.size() * 4))
+      return fail("cannot write to " + dumpGrads);
   outs() << "loss " << l << "\n";
   return 0;
 }
@@ -303,6 +318,8 @@ int main(int argc, char **argv) {
   }
   if (batch <= 0 || epochs <= 0)
     return fail("--batch and --epochs must be positive");
+  if (lr.getNumOccurrences() && lr <= 0)
+    return fail("--lr must be positive");
 
   opts.batchSize = batch;
   opts.compressOptions = compressOptions;
@@ -349,6 +366,17 @@ int main(int argc, char **argv) {
 
   if (Error e = engine.compile(opts))
     return fail(std::move(e));
+  const comet::ArtifactPaths &files = engine.artifacts();
+  if (!quiet)
+    outs() << "training " << files.training << "\n  weights " << files.weights
+           << "\n  eval "
+           << (files.evalModel.empty() ? "(none)" : files.evalModel)
+           << "\n  optimizer " << engine.optimizerName()
+           << (files.optimizer.empty() ? "" : " (" + files.optimizer + ")")
+           << format(", lr %g", engine.learningRate()) << "\n  compress "
+           << wordOf(compress)
+           << format(", batch %ld, epochs %ld\n", batch.getValue(),
+                     epochs.getValue());
   if (!dumpGrads.empty())
     return runDumpGrads(engine);
 
@@ -588,6 +616,16 @@ int main(int argc, char **argv) {
         {"device", wordOf(device)},
         {"compress", wordOf(compress)},
         {"optimizer", engine.optimizerName()},
+        {"learning_rate", engine.learningRate()},
+        {"artifacts",
+         json::Object{{"training", files.training},
+                      {"weights", files.weights},
+                      {"eval_model", files.evalModel.empty()
+                                         ? json::Value(nullptr)
+                                         : json::Value(files.evalModel)},
+                      {"optimizer", files.optimizer.empty()
+                                        ? json::Value(nullptr)
+                                        : json::Value(files.optimizer)}}},
         {"data", wordOf(data)},
         {"epochs", epochs.getValue()},
         {"batch", batch.getValue()},
