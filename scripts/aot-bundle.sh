@@ -33,7 +33,7 @@ run_flags="--data synthetic --seed 1 --synthetic-size 1280 --max-steps 10 --eval
 # name | comet-compile arguments
 steps=(
   "lenet-static|$fixtures/lenet --compress static --batch 64"
-  "lenet-none|$fixtures/lenet --batch 64"
+  "lenet-none|$fixtures/lenet --compress none --optimizer builtin --batch 64"
   "resnet-static|$fixtures/resnet --compress static --batch 32 --optimizer $fixtures/resnet/optimizer_model.onnx"
 )
 printf '%-16s %10s %12s\n' step bytes final_loss

@@ -6,6 +6,7 @@
 #   codec-roundtrip  compress then decompress of arbitrary arrays
 #   idx-parse        the IDX dataset parser (comet_rt_idx_parse)
 #   import           the ONNX importer (protobuf reader, import, inference)
+#   checkpoint       the ONNX Runtime checkpoint reader (FlatBuffers)
 # Each first runs its regression inputs (test/fuzz*/regressions/...) once,
 # then fuzzes from its seeds. SECONDS=0 means no time limit; COMET_FUZZ_RUNS
 # caps the executions instead (or as well). Prints one row per fuzzer: the
@@ -18,13 +19,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-  sed -n '2,17p' "$0" >&2
+  sed -n '2,18p' "$0" >&2
   exit 2
 fi
 secs=$1
 shift
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(codec-decode codec-roundtrip idx-parse import)
+[ ${#names[@]} -gt 0 ] ||
+  names=(codec-decode codec-roundtrip idx-parse import checkpoint)
 san=${COMET_SAN_BUILD:-$root/build-san}
 imp=${COMET_FUZZ_IMPORT_BUILD:-$root/build-fuzz-import}
 out=${COMET_FUZZ_OUT:-$root/build-fuzz-out}
@@ -32,11 +34,12 @@ jobs=${COMET_JOBS:-2}
 cxx=$(command -v clang++-22 || echo /usr/lib/llvm-22/bin/clang++)
 cc=$(command -v clang-22 || echo /usr/lib/llvm-22/bin/clang)
 
-need_san=0 need_imp=0
+need_san=0 need_imp=0 imp_targets=()
 for n in "${names[@]}"; do
   case $n in
   codec-decode | codec-roundtrip | idx-parse) need_san=1 ;;
-  import) need_imp=1 ;;
+  import) need_imp=1 imp_targets+=(fuzz_import) ;;
+  checkpoint) need_imp=1 imp_targets+=(fuzz_checkpoint) ;;
   *) echo "fuzz.sh: unknown fuzzer '$n'" >&2; exit 2 ;;
   esac
 done
@@ -51,7 +54,7 @@ if [ $need_imp = 1 ]; then
       -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
   fi
-  cmake --build "$imp" -j "$jobs"
+  cmake --build "$imp" -j "$jobs" --target "${imp_targets[@]}"
 fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
@@ -86,6 +89,24 @@ for n in "${names[@]}"; do
     regs=("$root"/test/fuzz-import/regressions/* \
           "$root"/test/Import/Inputs/bad-*.onnx)
     extra=(-max_len=131072 -timeout=20) ;;
+  checkpoint)
+    bin=$imp/fuzz_checkpoint
+    # The fixtures' checkpoints up to 128 KiB, and the truncated halves of
+    # two of them.
+    seed=$out/checkpoint/seeds
+    mkdir -p "$seed"
+    for f in "$root"/test/fixtures/models/*/checkpoint; do
+      if [ "$(stat -c %s "$f")" -le 131072 ]; then
+        cp -f "$f" "$seed/$(basename "$(dirname "$f")")"
+      fi
+    done
+    for m in lenet resnet; do
+      f=$root/test/fixtures/models/$m/checkpoint
+      head -c $(($(stat -c %s "$f") / 2)) "$f" >"$seed/$m-half"
+    done
+    seeds=("$seed")
+    regs=("$root"/test/fuzz-import/regressions-checkpoint/*)
+    extra=(-max_len=131072) ;;
   esac
   dir=$out/$n
   mkdir -p "$dir/corpus"

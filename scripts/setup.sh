@@ -11,6 +11,7 @@ apt_pkgs=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   clang-22 libclang-rt-22-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
+  libflatbuffers-dev flatbuffers-compiler
   libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev
   dataset-fashion-mnist
   python3-venv python3-torch python3-torchvision

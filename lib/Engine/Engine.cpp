@@ -10,6 +10,7 @@
 #include "comet/Conversion/Passes.h"
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"
+#include "comet/Import/Checkpoint.h"
 #include "comet/Import/ONNXImporter.h"
 #include "comet/runtime/device.h"
 #include "comet/runtime/handles.h"
@@ -68,6 +69,31 @@ Expected<onnx_import::Model> readModel(StringRef path) {
                                   (*buf)->getBufferSize(), model, error))
     return err(path + ": " + error);
   return model;
+}
+
+Expected<llvm::StringMap<InitialValue>> readInitialWeights(StringRef path) {
+  llvm::StringMap<InitialValue> out;
+  if (path.ends_with(".onnx")) {
+    auto model = readModel(path);
+    if (!model)
+      return model.takeError();
+    for (const onnx_import::Tensor &t : model->graph.initializers) {
+      if (t.dataType != 1) // float
+        continue;
+      InitialValue &v = out[t.name];
+      v.dims = t.dims;
+      v.values.resize(t.bytes.size() / sizeof(float));
+      std::memcpy(v.values.data(), t.bytes.data(), t.bytes.size());
+    }
+    return out;
+  }
+  checkpoint::Checkpoint cp;
+  std::string error;
+  if (!checkpoint::readCheckpointFile(path.str(), cp, error))
+    return err(error);
+  for (checkpoint::Parameter &p : cp.parameters)
+    out[p.name] = {std::move(p.dims), std::move(p.values)};
+  return out;
 }
 
 Engine::Impl::Impl() {
@@ -215,13 +241,21 @@ Expected<std::unique_ptr<Engine>> Engine::load(StringRef path) {
     registerConversionPasses();
   });
   std::unique_ptr<Engine> e(new Engine());
-  e->impl->path = path.str();
-  auto m = e->impl->loadModule(path);
+  // An artifact folder: its training graph, with the siblings found later.
+  std::string file = path.str();
+  if (llvm::sys::fs::is_directory(path)) {
+    file = (path + "/training_model.onnx").str();
+    if (!llvm::sys::fs::exists(file))
+      return err(path + " is a folder without training_model.onnx");
+  }
+  e->impl->path = file;
+  e->impl->paths.training = file;
+  auto m = e->impl->loadModule(file);
   if (!m)
     return m.takeError();
   e->impl->source = std::move(*m);
   if (!Impl::mainFunc(*e->impl->source))
-    return err(path + ": no function to train");
+    return err(file + ": no function to train");
   return std::move(e);
 }
 
@@ -294,41 +328,54 @@ Error Engine::compile(const EngineOptions &options) {
   if (Error e = I.lower(*I.trainLowered, options.batchSize, train, I.trainJit,
                         &sites, options.dumpLoweredIRPath))
     return e;
-  std::string weights = options.weightsPath;
-  if (weights.empty())
-    weights = dirOf(I.path) + "/model.onnx";
-  auto wm = readModel(weights);
-  if (!wm)
-    return wm.takeError();
-  llvm::StringMap<const onnx_import::Tensor *> inits;
-  for (const auto &t : wm->graph.initializers)
-    inits[t.name] = &t;
+  // The artifact folder's files unless the options name others.
+  std::string dir = dirOf(I.path);
+  I.paths.weights = options.weightsPath;
+  if (I.paths.weights.empty()) {
+    I.paths.weights = dir + "/checkpoint";
+    if (!llvm::sys::fs::exists(I.paths.weights))
+      I.paths.weights = dir + "/model.onnx";
+  }
+  auto weights = readInitialWeights(I.paths.weights);
+  if (!weights)
+    return weights.takeError();
   if (Error e = toError(I.trainer.useDevice(options.device)))
     return e;
   if (Error e = toError(I.trainer.bindTrain(
           std::move(train),
-          [&](const std::string &name, const void *&data, size_t &bytes) {
-            auto it = inits.find(name);
-            if (it == inits.end())
+          [&](const std::string &name, InitialWeight &out) {
+            auto it = weights->find(name);
+            if (it == weights->end())
               return false;
-            data = it->second->bytes.data();
-            bytes = it->second->bytes.size();
+            out.data = it->second.values.data();
+            out.bytes = it->second.values.size() * sizeof(float);
+            out.dims = &it->second.dims;
             return true;
-          })))
+          },
+          I.paths.weights)))
     return e;
   I.trainer.setSites(std::move(sites));
   I.trainer.setPrediction(std::move(pred));
-  if (Error e = I.setupOptimizer())
+  I.paths.optimizer = options.optimizerPath;
+  if (I.paths.optimizer == EngineOptions::kBuiltinOptimizer) {
+    I.paths.optimizer.clear();
+  } else if (I.paths.optimizer.empty()) {
+    std::string guess = dir + "/optimizer_model.onnx";
+    if (llvm::sys::fs::exists(guess))
+      I.paths.optimizer = guess;
+  }
+  if (Error e = I.setupOptimizer(I.paths.optimizer))
     return e;
   std::string evalPath = options.evalModelPath;
   if (evalPath.empty()) {
-    std::string guess = dirOf(I.path) + "/eval_model.onnx";
+    std::string guess = dir + "/eval_model.onnx";
     if (llvm::sys::fs::exists(guess))
       evalPath = guess;
   }
   if (!evalPath.empty())
     if (Error e = I.setupEval(evalPath))
       return e;
+  I.paths.evalModel = evalPath;
   I.compiled = true;
   resetPeaks();
   return Error::success();
@@ -379,6 +426,10 @@ std::vector<std::string> Engine::trainableParameters() const {
   return impl->trainer.trainableParameters();
 }
 
+std::vector<std::string> Engine::parameters() const {
+  return impl->trainer.parameters();
+}
+
 static llvm::ArrayRef<float> floatsOf(const Trainer &t, const Buffer *b) {
   // Device memory is not host-readable: a CUDA engine shows no values.
   if (!b || b->elemBytes != 4 ||
@@ -413,6 +464,12 @@ Error Engine::setParameter(StringRef name, llvm::ArrayRef<float> values) {
 std::string Engine::optimizerName() const {
   return impl->trainer.optimizerConfig().kind;
 }
+
+float Engine::learningRate() const {
+  return impl->trainer.optimizerConfig().learningRate;
+}
+
+const ArtifactPaths &Engine::artifacts() const { return impl->paths; }
 
 comet_rt_context *Engine::runtimeContext() const {
   return impl->trainer.context();

@@ -40,12 +40,25 @@ llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner mangle);
 /// Reads an ONNX model (weights, optimizer graph).
 llvm::Expected<onnx_import::Model> readModel(llvm::StringRef path);
 
+/// A parameter's initial float32 values.
+struct InitialValue {
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+/// Initial parameter values by name: from an ONNX Runtime checkpoint, or
+/// from the float initializers of an .onnx file (a name ending in .onnx).
+llvm::Expected<llvm::StringMap<InitialValue>>
+readInitialWeights(llvm::StringRef path);
+
 struct Engine::Impl {
   std::string path;
   mlir::MLIRContext ctx;
   mlir::OwningOpRef<mlir::ModuleOp> source;
   EngineOptions opts;
   bool compiled = false;
+  /// The files the engine read (Engine::artifacts).
+  ArtifactPaths paths;
   /// The runtime state: buffers, optimizer, statistics (no MLIR).
   Trainer trainer;
 
@@ -65,7 +78,7 @@ struct Engine::Impl {
   llvm::Error lower(mlir::ModuleOp m, int64_t batch, Entry &out,
                     std::unique_ptr<mlir::ExecutionEngine> &jit,
                     std::vector<SiteStats> *sites, llvm::StringRef dumpPath);
-  llvm::Error setupOptimizer();
+  llvm::Error setupOptimizer(llvm::StringRef optimizerPath);
   llvm::Error setupEval(llvm::StringRef evalPath);
 };
 

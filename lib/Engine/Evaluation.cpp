@@ -43,8 +43,7 @@ Error Engine::Impl::setupEval(StringRef evalPath) {
   evalLowered = std::move(*m);
   if (Error e = lower(*evalLowered, opts.batchSize, eval, evalJit, nullptr, ""))
     return e;
-  trainer.bindEval(std::move(eval));
-  return Error::success();
+  return toError(trainer.bindEval(std::move(eval), evalPath.str()));
 }
 
 } // namespace comet

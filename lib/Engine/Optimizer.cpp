@@ -13,13 +13,13 @@ using llvm::Error;
 
 namespace comet {
 
-Error Engine::Impl::setupOptimizer() {
+Error Engine::Impl::setupOptimizer(StringRef optimizerPath) {
   OptimizerConfig c;
   c.learningRate = opts.learningRate;
   c.momentum = opts.momentum;
   c.weightDecay = opts.weightDecay;
-  if (!opts.optimizerPath.empty()) {
-    auto model = readModel(opts.optimizerPath);
+  if (!optimizerPath.empty()) {
+    auto model = readModel(optimizerPath);
     if (!model)
       return model.takeError();
     const onnx_import::Node *node = nullptr;
@@ -27,8 +27,7 @@ Error Engine::Impl::setupOptimizer() {
       if (n.opType == "AdamWOptimizer" || n.opType == "SGDOptimizerV2")
         node = &n;
     if (!node)
-      return err(opts.optimizerPath +
-                 ": no AdamWOptimizer or SGDOptimizerV2 node");
+      return err(optimizerPath + ": no AdamWOptimizer or SGDOptimizerV2 node");
     c.kind = node->opType;
     for (const auto &a : node->attributes) {
       if (a.name == "alpha")

@@ -16,6 +16,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -32,7 +33,7 @@ public:
   Importer(MLIRContext *ctx, StringRef filename)
       : ctx(ctx), b(ctx), fileLoc(FileLineColLoc::get(ctx, filename, 0, 0)) {}
 
-  OwningOpRef<ModuleOp> run(const ox::Model &model);
+  OwningOpRef<ModuleOp> run(ox::Model &model);
 
 private:
   /// "node 'name' (domain.OpType)" for messages.
@@ -53,6 +54,8 @@ private:
                                      Location loc);
   FailureOr<Attribute> convertAttribute(const ox::Attribute &a,
                                         const ox::Node &node, Location loc);
+  LogicalResult checkSupportedOps(const ox::Graph &g);
+  LogicalResult dropUnreadBatchNormOutputs(ox::Graph &g);
   LogicalResult importNode(const ox::Node &node);
   Value noValue(Location loc) {
     return conx::NoValueOp::create(b, loc, b.getNoneType()).getResult();
@@ -194,15 +197,80 @@ static Type refine(Type file, Type inferred) {
   return RankedTensorType::get(shape, tf.getElementType());
 }
 
+static StringRef domainName(StringRef domain) {
+  return domain.empty() || domain == "ai.onnx" ? StringRef("ai.onnx") : domain;
+}
+
+static bool isSupported(const ox::Node &node) {
+  const conx::OpInfo *info = conx::lookupOpInfo(node.opType);
+  return info && conx::isSameDomain(info->domain, node.domain);
+}
+
+/// One error for the whole graph, so that a user sees everything a model
+/// needs at once: each unsupported domain::op_type with its first node.
+LogicalResult Importer::checkSupportedOps(const ox::Graph &g) {
+  llvm::MapVector<std::pair<StringRef, StringRef>, size_t> firstNode;
+  for (auto [i, node] : llvm::enumerate(g.nodes))
+    if (!isSupported(node))
+      firstNode.insert({{domainName(node.domain), node.opType}, i});
+  if (firstNode.empty())
+    return success();
+  const ox::Node &first = g.nodes[firstNode.front().second];
+  InFlightDiagnostic diag = emitError(locOf(first.name));
+  diag << "the model has " << firstNode.size() << " op type"
+       << (firstNode.size() == 1 ? "" : "s") << " that COMET does not support:";
+  for (auto [k, entry] : llvm::enumerate(firstNode)) {
+    const ox::Node &node = g.nodes[entry.second];
+    diag << (k ? ", " : " ") << entry.first.first << "::" << entry.first.second
+         << " (first node "
+         << (node.name.empty() ? "#" + std::to_string(entry.second)
+                               : "'" + node.name + "'")
+         << ")";
+  }
+  return diag;
+}
+
+/// generate_artifacts' eval graphs keep torch's three BatchNormalization
+/// outputs with training_mode=0, where ONNX defines only Y (ONNX Runtime
+/// rejects them). Inference computes no running statistics: unread ones are
+/// dropped, a read one is an error.
+LogicalResult Importer::dropUnreadBatchNormOutputs(ox::Graph &g) {
+  llvm::StringSet<> read;
+  for (const ox::Node &n : g.nodes)
+    for (const std::string &in : n.inputs)
+      read.insert(in);
+  for (const ox::ValueInfo &v : g.outputs)
+    read.insert(v.name);
+  for (ox::Node &n : g.nodes) {
+    if (n.opType != "BatchNormalization" || !conx::isSameDomain(n.domain, ""))
+      continue;
+    bool training = llvm::any_of(n.attributes, [](const ox::Attribute &a) {
+      return a.name == "training_mode" && a.i != 0;
+    });
+    if (training)
+      continue;
+    for (size_t i = 1; i < n.outputs.size(); ++i) {
+      if (n.outputs[i].empty())
+        continue;
+      if (read.contains(n.outputs[i]))
+        return emitError(locOf(n.name))
+               << "node '" << n.name << "' (ai.onnx.BatchNormalization): "
+               << "output '" << n.outputs[i]
+               << "' is read, but training_mode=0 computes only Y";
+      n.outputs[i].clear();
+    }
+    while (n.outputs.size() > 1 && n.outputs.back().empty())
+      n.outputs.pop_back();
+  }
+  return success();
+}
+
 LogicalResult Importer::importNode(const ox::Node &node) {
   Location loc = locOf(node.name);
+  // checkSupportedOps has rejected every op type the table lacks.
   const conx::OpInfo *info = conx::lookupOpInfo(node.opType);
+  assert(info && isSupported(node) && "checkSupportedOps runs first");
   StringRef domain = node.domain == "ai.onnx" ? "" : StringRef(node.domain);
-  if (!info || !conx::isSameDomain(info->domain, domain))
-    return emitError(loc) << label(node) << ": unknown op '" << node.opType
-                          << "' of domain '"
-                          << (domain.empty() ? "ai.onnx" : domain)
-                          << "'; COMET does not support it";
   if (!opsets.contains(domain))
     return emitError(loc) << label(node) << ": the model imports no opset for "
                           << "domain '" << (domain.empty() ? "ai.onnx" : domain)
@@ -344,8 +412,8 @@ LogicalResult Importer::importNode(const ox::Node &node) {
   return success();
 }
 
-OwningOpRef<ModuleOp> Importer::run(const ox::Model &model) {
-  const ox::Graph &g = model.graph;
+OwningOpRef<ModuleOp> Importer::run(ox::Model &model) {
+  ox::Graph &g = model.graph;
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   SmallVector<NamedAttribute> opsetAttrs;
   for (const auto &[domain, version] : model.opsetImports) {
@@ -412,6 +480,8 @@ OwningOpRef<ModuleOp> Importer::run(const ox::Model &model) {
     // the argument wins, as in ONNX.
     values.insert({t.name, init.getResult()});
   }
+  if (failed(checkSupportedOps(g)) || failed(dropUnreadBatchNormOutputs(g)))
+    return nullptr;
   for (const ox::Node &node : g.nodes) {
     if (failed(importNode(node)))
       return nullptr;

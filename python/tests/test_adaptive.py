@@ -20,7 +20,7 @@ def train(tmp_path, *extra, name="r"):
     report = tmp_path / f"{name}.json"
     profile = tmp_path / f"{name}-profile.json"
     cmd = [tool("comet-train"), LENET, "--data", "fashion-mnist",
-           "--max-steps", "20", "--batch", "64",
+           "--max-steps", "20", "--batch", "64", "--optimizer", "builtin",
            "--eval-samples", "-1", "--compress", "adaptive",
            "--retune-interval", "10", "--report", str(report),
            "--profile-out", str(profile), "--quiet", *map(str, extra)]
@@ -113,7 +113,8 @@ def test_error_model_within_2x_with_coherent_term(tmp_path):
     profile = tmp_path / "profile.json"
     p = subprocess.run(
         [tool("comet-train"), RESNET, "--data", "fashion-mnist", "--batch",
-         "64", "--max-steps", "40", "--lr", "0.05", "--eval-samples", "-1",
+         "64", "--max-steps", "40", "--optimizer", "builtin", "--lr", "0.05",
+         "--eval-samples", "-1",
          "--compress", "adaptive", "--retune-interval", "20",
          "--profile-out", str(profile), "--measure-error-model", str(out),
          "--quiet"], capture_output=True, text=True)

@@ -70,7 +70,8 @@ def test_one_step_matches_ort(name, tmp_path):
     labels.tofile(tmp_path / "labels.bin")
     out = tmp_path / "dump"
     subprocess.run([exe, os.path.join(model_dir, "training_model.onnx"),
-                    "--batch", str(BATCH), "--dump-grads", str(out),
+                    "--batch", str(BATCH), "--compress", "none",
+                    "--dump-grads", str(out),
                     "--inputs", str(tmp_path / "in.bin"),
                     "--labels", str(tmp_path / "labels.bin")],
                    check=True, capture_output=True, text=True)
@@ -125,7 +126,8 @@ def test_transformer_step_matches_ort_without_dropout(tmp_path):
     out = tmp_path / "dump"
     subprocess.run([exe, str(model_dir / "training_model.onnx"),
                     "--weights", os.path.join(src, "model.onnx"),
-                    "--batch", str(BATCH), "--dump-grads", str(out),
+                    "--batch", str(BATCH), "--compress", "none",
+                    "--dump-grads", str(out),
                     "--inputs", str(tmp_path / "in.bin"),
                     "--labels", str(tmp_path / "labels.bin")],
                    check=True, capture_output=True, text=True)
@@ -157,7 +159,8 @@ def test_mask_only_compression_gives_identical_gradients(tmp_path):
         tmp_path / "labels.bin")
     common = ["--batch", str(BATCH), "--inputs", str(tmp_path / "in.bin"),
               "--labels", str(tmp_path / "labels.bin")]
-    subprocess.run([exe, model, "--dump-grads", str(tmp_path / "none")]
+    subprocess.run([exe, model, "--compress", "none",
+                    "--dump-grads", str(tmp_path / "none")]
                    + common, check=True, capture_output=True, text=True)
     subprocess.run([exe, model, "--compress", "static", "--compress-options",
                     "codec=mask", "--dump-grads", str(tmp_path / "mask"),

@@ -58,22 +58,30 @@ static Entry entryOf(const comet_aot_entry &e) {
   return out;
 }
 
+ArtifactPaths CompiledStep::artifacts() const {
+  return {prog->model, prog->weights_file, prog->eval_model,
+          prog->optimizer_model};
+}
+
 std::string CompiledStep::bind(Trainer &trainer, float learningRate,
                                float momentum, float weightDecay) const {
   const comet_aot_program &p = *prog;
   std::map<std::string, const comet_aot_weight *> weights;
   for (int64_t i = 0; i < p.num_weights; ++i)
     weights[p.weights[i].name] = &p.weights[i];
+  // The weights comet-compile embedded are the parameters it bound, shaped
+  // as the graph wants.
   std::string e = trainer.bindTrain(
       entryOf(p.train),
-      [&](const std::string &name, const void *&data, size_t &bytes) {
+      [&](const std::string &name, InitialWeight &out) {
         auto it = weights.find(name);
         if (it == weights.end())
           return false;
-        data = it->second->data;
-        bytes = it->second->bytes;
+        out.data = it->second->data;
+        out.bytes = it->second->bytes;
         return true;
-      });
+      },
+      p.weights_file);
   if (!e.empty())
     return e;
   std::vector<SiteStats> sites;
@@ -118,8 +126,11 @@ std::string CompiledStep::bind(Trainer &trainer, float learningRate,
   e = trainer.setupOptimizer(c);
   if (!e.empty())
     return e;
-  if (p.has_eval)
-    trainer.bindEval(entryOf(p.eval));
+  if (p.has_eval) {
+    e = trainer.bindEval(entryOf(p.eval), p.eval_model);
+    if (!e.empty())
+      return e;
+  }
   trainer.resetPeaks();
   return "";
 }

@@ -118,15 +118,35 @@ int64_t Trainer::batchSize() const {
   return input && !input->shape.empty() ? input->shape[0] : 0;
 }
 
-std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights) {
+/// "[4,1,5,5]" for messages.
+static std::string dimsStr(const std::vector<int64_t> &dims) {
+  std::string r = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    r += (i ? "," : "") + std::to_string(dims[i]);
+  return r + "]";
+}
+
+/// "'a', 'b'" for messages.
+static std::string quoted(const std::vector<std::string> &names) {
+  std::string r;
+  for (const std::string &n : names)
+    r += (r.empty() ? "'" : ", '") + n + "'";
+  return r;
+}
+
+std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
+                               const std::string &weightsName) {
   train = std::move(entry);
   static const std::string gradSuffix = "_grad.accumulation.buffer";
-  // First pass: gradient buffers name their parameters.
+  // Each input's role comes from the graph's own input list: gradient
+  // buffers and lazy_reset_grad by ORT's names, parameters by the weights,
+  // and what is left must be one float data batch and one int64 labels.
   for (const ArgInfo &a : train.args) {
     size_t pos = a.name.find(gradSuffix);
     if (pos != std::string::npos)
       gradOf[a.name.substr(0, pos)] = a.name;
   }
+  std::vector<std::string> dataNames, labelNames;
   for (size_t i = 0; i < train.args.size(); ++i) {
     const ArgInfo &a = train.args[i];
     std::string name = a.isResult ? "result:" + std::to_string(i) : a.name;
@@ -134,48 +154,66 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights) {
       return "argument " + std::to_string(i) +
              " of the training graph has no onnx.name";
     int32_t cat = COMET_RT_MEM_OTHER;
+    InitialWeight init;
     bool isParam = false;
-    if (a.isResult || name == "input" || name == "labels" ||
-        name == "lazy_reset_grad" || a.elemBytes != 4) {
-      cat = COMET_RT_MEM_OTHER;
+    if (a.isResult || name == "lazy_reset_grad") {
     } else if (name.find(gradSuffix) != std::string::npos) {
       cat = COMET_RT_MEM_GRADS;
-    } else {
+    } else if (a.elemBytes == 4 && weights(name, init)) {
       cat = COMET_RT_MEM_PARAMS;
       isParam = true;
-    }
-    if (i == 0 && !a.isResult) {
-      if (a.shape.size() < 2)
-        return "the first input of the training graph must be a batch of "
-               "samples";
-      sample.assign(a.shape.begin() + 1, a.shape.end());
+    } else if (gradOf.count(name)) {
+      return "no initial value for parameter '" + name + "' in " + weightsName;
+    } else if (a.elemBytes == 4) {
+      dataNames.push_back(name);
+    } else if (a.elemBytes == 8) {
+      labelNames.push_back(name);
+    } else {
+      return "training graph input '" + name + "' is neither a parameter of " +
+             weightsName +
+             ", a gradient buffer, lazy_reset_grad, float data nor int64 "
+             "labels";
     }
     Buffer *b = newBuffer(name, a.shape, a.elemBytes, cat);
     if (!b)
       return "out of memory allocating " + name;
     trainArgs.push_back(b);
-    if (isParam) {
-      const void *data = nullptr;
-      size_t bytes = 0;
-      if (!weights(name, data, bytes))
-        return "no initial value for parameter '" + name +
-               "' in the weights file";
-      if (bytes != b->bytes())
-        return "initializer '" + name + "' has " + std::to_string(bytes) +
-               " bytes, the graph wants " + std::to_string(b->bytes());
-      if (std::string e = copy(b->data, data, bytes); !e.empty())
-        return e;
-      if (gradOf.count(name))
-        trainable.push_back(name);
-    }
+    if (!isParam)
+      continue;
+    if (init.dims && *init.dims != a.shape)
+      return "parameter '" + name + "' has shape " + dimsStr(*init.dims) +
+             " in " + weightsName + " but the graph wants " + dimsStr(a.shape);
+    if (init.bytes != b->bytes())
+      return "parameter '" + name + "' has " + std::to_string(init.bytes) +
+             " bytes in " + weightsName + ", the graph wants " +
+             std::to_string(b->bytes());
+    if (std::string e = copy(b->data, init.data, init.bytes); !e.empty())
+      return e;
+    if (gradOf.count(name))
+      trainable.push_back(name);
   }
-  if (trainArgs.empty())
-    return "the training graph has no arguments";
-  // Inputs by position: input, labels; then by name.
-  input = trainArgs[0];
-  if (trainArgs.size() < 2 || trainArgs[1]->elemBytes != 8)
-    return "the second input of the training graph must be the int64 labels";
-  labels = trainArgs[1];
+  if (dataNames.size() != 1)
+    return dataNames.empty()
+               ? "the training graph has no float input for the data: "
+                 "every float input is a parameter of " +
+                     weightsName + " or a gradient buffer"
+               : "the training graph's data input is ambiguous: the float "
+                 "inputs " +
+                     quoted(dataNames) + " are not parameters of " +
+                     weightsName + " (expected exactly one)";
+  if (labelNames.size() != 1)
+    return labelNames.empty()
+               ? std::string("the training graph has no int64 input for the "
+                             "labels")
+               : "the training graph's labels input is ambiguous: int64 "
+                 "inputs " +
+                     quoted(labelNames) + " (expected exactly one)";
+  input = buffer(dataNames[0]);
+  labels = buffer(labelNames[0]);
+  if (input->shape.size() < 2)
+    return "the training graph's data input '" + dataNames[0] +
+           "' must be a batch of samples (rank >= 2)";
+  sample.assign(input->shape.begin() + 1, input->shape.end());
   lazyReset = buffer("lazy_reset_grad");
   for (size_t i = 0; i < train.args.size(); ++i)
     if (train.args[i].isResult) {
@@ -187,8 +225,22 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights) {
   return "";
 }
 
+std::vector<std::string> Trainer::parameters() const {
+  std::vector<std::string> names;
+  for (Buffer *b : trainArgs)
+    if (b->category == COMET_RT_MEM_PARAMS)
+      names.push_back(b->name);
+  return names;
+}
+
+float defaultLearningRate(const std::string &kind) {
+  return kind == "AdamWOptimizer" ? 1e-3f : 0.05f;
+}
+
 std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
   optimizer = config;
+  if (optimizer.learningRate <= 0)
+    optimizer.learningRate = defaultLearningRate(optimizer.kind);
   lrBuf = std::make_unique<Buffer>();
   lrBuf->shape = {1};
   lrBuf->category = COMET_RT_MEM_OTHER;
@@ -252,7 +304,55 @@ std::string Trainer::runOptimizer() {
   return "";
 }
 
-void Trainer::bindEval(Entry entry) { eval = std::move(entry); }
+std::string Trainer::bindEval(Entry entry, const std::string &evalName) {
+  // Inputs by role, as in the training graph: the training graph's
+  // parameters are shared, and what is left must be one float data batch
+  // and one int64 labels.
+  std::vector<size_t> data, lab;
+  for (size_t i = 0; i < entry.args.size(); ++i) {
+    const ArgInfo &a = entry.args[i];
+    if (a.isResult)
+      continue;
+    Buffer *b = buffer(a.name);
+    if (b && b->category == COMET_RT_MEM_PARAMS)
+      continue;
+    if (a.elemBytes == 4)
+      data.push_back(i);
+    else if (a.elemBytes == 8)
+      lab.push_back(i);
+    else
+      return evalName + ": input '" + a.name +
+             "' is neither a parameter of the training graph, float data "
+             "nor int64 labels";
+  }
+  auto names = [&](const std::vector<size_t> &idx) {
+    std::string r;
+    for (size_t i : idx)
+      r += (r.empty() ? "'" : ", '") + entry.args[i].name + "'";
+    return r;
+  };
+  if (data.size() != 1)
+    return evalName +
+           ": expected exactly one float input that is not a parameter of "
+           "the training graph (the data), got " +
+           std::to_string(data.size()) +
+           (data.empty() ? "" : ": " + names(data));
+  if (lab.size() != 1)
+    return evalName + ": expected exactly one int64 input (the labels), got " +
+           std::to_string(lab.size()) + (lab.empty() ? "" : ": " + names(lab));
+  const std::vector<int64_t> &shape = entry.args[data[0]].shape;
+  if (shape.empty() || shape[0] != batchSize() ||
+      std::vector<int64_t>(shape.begin() + 1, shape.end()) != sample)
+    return evalName + ": the data input '" + entry.args[data[0]].name +
+           "' must be a batch of the training graph's samples";
+  const ArgInfo &logits = entry.args.back();
+  if (!logits.isResult || logits.shape.size() != 2)
+    return evalName + ": the last result must be the 2-D logits";
+  evalData = data[0];
+  evalLabels = lab[0];
+  eval = std::move(entry);
+  return "";
+}
 
 std::string Trainer::computeGradients(const float *images, const int64_t *lab,
                                       float &lossOut) {
@@ -301,17 +401,12 @@ std::string Trainer::evaluate(const float *images, const int64_t *lab,
   std::vector<std::unique_ptr<Buffer>> own;
   std::vector<Buffer *> args;
   Buffer *in = nullptr, *labBuf = nullptr, *logits = nullptr;
-  for (const ArgInfo &a : eval.args) {
-    Buffer *shared = a.isResult || a.name == "input" || a.name == "labels"
-                         ? nullptr
-                         : buffer(a.name);
-    if (shared) {
-      args.push_back(shared);
+  for (size_t i = 0; i < eval.args.size(); ++i) {
+    const ArgInfo &a = eval.args[i];
+    if (!a.isResult && i != evalData && i != evalLabels) {
+      args.push_back(buffer(a.name)); // a parameter (bindEval)
       continue;
     }
-    if (!a.isResult && a.name != "input" && a.name != "labels")
-      return "eval graph input '" + a.name +
-             "' is not a parameter of the training graph";
     auto b = std::make_unique<Buffer>();
     b->name = a.name;
     b->shape = a.shape;
@@ -319,16 +414,14 @@ std::string Trainer::evaluate(const float *images, const int64_t *lab,
     b->category = COMET_RT_MEM_OTHER;
     if (!b->allocate(rt.get()))
       return "out of memory";
-    if (a.name == "input")
+    if (i == evalData)
       in = b.get();
-    else if (a.name == "labels")
+    else if (i == evalLabels)
       labBuf = b.get();
     args.push_back(b.get());
     own.push_back(std::move(b));
   }
-  logits = args.empty() ? nullptr : args.back();
-  if (!in || !labBuf || !logits || logits->shape.size() != 2)
-    return "the eval graph needs input, labels and 2-D logits";
+  logits = args.back();
   int64_t B = batchSize(), classes = logits->shape[1];
   int64_t per = in->numel / B;
   std::vector<float> host(logits->numel);

@@ -306,6 +306,17 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   j.member("device", info.device);
   j.member("compress", info.compress);
   j.member("optimizer", info.optimizer);
+  j.member("learning_rate", info.learningRate);
+  j.key("artifacts");
+  j.objectBegin();
+  j.member("training", info.artifacts.training);
+  j.member("weights", info.artifacts.weights);
+  for (auto [key, path] : {std::pair{"eval_model", &info.artifacts.evalModel},
+                           std::pair{"optimizer", &info.artifacts.optimizer}}) {
+    j.key(key);
+    path->empty() ? j.null() : j.value(*path);
+  }
+  j.objectEnd();
   j.member("data", info.data);
   j.member("epochs", info.epochs);
   j.member("batch", info.batch);

@@ -1,16 +1,18 @@
 //===- comet-compile.cpp - Compile a training step ahead of time ----------===//
 //
-//   comet-compile MODEL.onnx|ARTIFACT_DIR -o step.so [--compress
-//       none|static|adaptive] [--batch B] [--optimizer OPT.onnx] [--mcpu CPU]
+//   comet-compile ARTIFACT_DIR|training_model.onnx -o step.so [--compress
+//       none|static|adaptive] [--batch B] [--optimizer OPT.onnx|builtin]
+//       [--weights CKPT] [--mcpu CPU]
 //
-// Compiles the training graph (and the eval graph beside it) as comet-train
-// does, through comet::Engine's pipeline to the LLVM dialect, then, instead
-// of JIT-compiling, translates both to LLVM IR, adds a packed entry point
-// for each and the data section that comet-run reads (comet/driver/aot.h:
-// signatures, initial weights, optimizer, compress sites, memory
-// prediction), and emits an object file with LLVM's code generator. An
-// output not ending in .o is linked into a shared library by the system's
-// C compiler driver. docs/aot.md describes the result.
+// Compiles the training graph (and the eval graph beside it) with the
+// folder's checkpoint and optimizer as comet-train does, through
+// comet::Engine's pipeline to the LLVM dialect, then, instead of JIT-compiling,
+// translates both to LLVM IR, adds a packed entry point for each and the data
+// section that comet-run reads (comet/driver/aot.h: signatures, initial
+// weights, optimizer, compress sites, memory prediction), and emits an object
+// file with LLVM's code generator. An output not ending in .o is linked into a
+// shared library by the system's C compiler driver. docs/aot.md describes the
+// result.
 //
 //===----------------------------------------------------------------------===//
 #include "EngineFlags.h"
@@ -47,7 +49,7 @@ static cl::OptionCategory cat("comet-compile options");
 static comet::EngineFlags engineFlags(cat);
 static cl::opt<std::string>
     inputPath(cl::Positional, cl::Required,
-              cl::desc("<training_model.onnx|.mlir|artifact directory>"),
+              cl::desc("<artifact folder|training_model.onnx|.mlir>"),
               cl::cat(cat));
 static cl::opt<std::string>
     outputPath("o", cl::Required,
@@ -190,7 +192,7 @@ private:
 } // namespace
 
 static void addProgram(Module &mod, const comet::Trainer &t,
-                       StringRef modelName, Function *trainFn,
+                       const comet::ArtifactPaths &files, Function *trainFn,
                        Function *evalFn) {
   ProgramBuilder b(mod);
   SmallVector<Constant *> weights;
@@ -221,7 +223,10 @@ static void addProgram(Module &mod, const comet::Trainer &t,
   const comet::OptimizerConfig &o = t.optimizerConfig();
   Constant *program = b.record({
       b.i(COMET_AOT_ABI_VERSION),
-      b.str(modelName),
+      b.str(files.training),
+      b.str(files.weights),
+      b.str(files.evalModel),
+      b.str(files.optimizer),
       b.str(comet::wordOf(engineFlags.compress)),
       b.i(t.batchSize()),
       b.str(o.kind),
@@ -283,13 +288,11 @@ int main(int argc, char **argv) {
   if (engineFlags.batch <= 0)
     return fail("--batch must be positive");
 
-  std::string model = inputPath;
-  if (sys::fs::is_directory(model))
-    model = (Twine(model) + "/training_model.onnx").str();
-  if (!sys::fs::exists(model))
-    return fail("cannot read " + model + ": no such file");
+  if (!sys::fs::exists(inputPath))
+    return fail("cannot read " + inputPath + ": no such file");
 
-  auto engineOr = comet::Engine::load(model);
+  // An artifact folder or a training graph, as comet-train takes it.
+  auto engineOr = comet::Engine::load(inputPath);
   if (!engineOr)
     return fail(toString(engineOr.takeError()));
   comet::Engine &engine = **engineOr;
@@ -319,7 +322,7 @@ int main(int argc, char **argv) {
   Module &m = **mod;
   Function *trainFn = m.getFunction("comet_aot_train");
   Function *evalFn = m.getFunction("comet_aot_eval");
-  addProgram(m, trainer, model, trainFn, evalFn);
+  addProgram(m, trainer, engine.artifacts(), trainFn, evalFn);
   // The library exports its data section alone.
   for (Function *f : {trainFn, evalFn})
     if (f)

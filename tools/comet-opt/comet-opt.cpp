@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CometOptMain.h"
+#include "SupportedOps.h"
 #include "comet/Conversion/Passes.h"
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"
@@ -22,6 +23,13 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+
+static llvm::cl::opt<bool> printSupportedOps(
+    "print-supported-ops",
+    llvm::cl::desc("Print the ONNX op types the importer supports as "
+                   "Markdown (docs/supported-ops.md) and exit"),
+    llvm::cl::init(false));
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
@@ -40,6 +48,11 @@ int main(int argc, char **argv) {
   // An input named *.onnx is imported into the onnx dialect first.
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "COMET optimizer driver\n", registry);
+  if (printSupportedOps) {
+    mlir::MLIRContext ctx(registry);
+    comet::printSupportedOps(ctx, llvm::outs());
+    return 0;
+  }
   return mlir::asMainReturnCode(
       comet::cometOptMain(argc, argv, inputFilename, outputFilename, registry));
 }

@@ -41,7 +41,8 @@ const char *usage =
     "  --epochs=<n>              epochs (1)\n"
     "  --max-steps=<n>           stop after n steps (0: no limit)\n"
     "  --eval-samples=<n>        test samples to evaluate (0: all, -1: none)\n"
-    "  --lr=<x>                  learning rate (0.05)\n"
+    "  --lr=<x>                  learning rate (0.001 for AdamW, 0.05 for "
+    "SGD)\n"
     "  --momentum=<x>            momentum of the built-in SGD (0.9)\n"
     "  --seed=<n>                shuffle/synthetic seed (0)\n"
     "  --device=<cpu|cuda>       execution device (cpu)\n"
@@ -75,7 +76,7 @@ int main(int argc, char **argv) {
   comet::DataOptions dataOpts;
   dataOpts.dataDir = COMET_RT_FASHION_MNIST_DIR;
   comet::RunOptions run;
-  float lr = 0.05f, momentum = 0.9f;
+  float lr = 0.0f, momentum = 0.9f; // lr 0: the optimizer's default
   int64_t seed = 0;
   std::string reportPath, device = "cpu";
   enum {
@@ -138,7 +139,7 @@ int main(int argc, char **argv) {
       ok = parseInt(optarg, run.evalSamples);
       break;
     case Lr:
-      ok = parseFloat(optarg, lr);
+      ok = parseFloat(optarg, lr) && lr > 0;
       break;
     case Momentum:
       ok = parseFloat(optarg, momentum);
@@ -213,6 +214,8 @@ int main(int argc, char **argv) {
     info.device = device;
     info.compress = prog.compress;
     info.optimizer = trainer.optimizerConfig().kind;
+    info.learningRate = trainer.optimizerConfig().learningRate;
+    info.artifacts = step->artifacts();
     info.data = dataOpts.source;
     info.epochs = run.epochs;
     info.batch = prog.batch;

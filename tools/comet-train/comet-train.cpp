@@ -1,14 +1,16 @@
 //===- comet-train.cpp - Train an ONNX Runtime training graph with COMET --===//
 //
-//   comet-train MODEL.onnx [--optimizer OPT.onnx] --data
-//   fashion-mnist|synthetic
-//       --epochs E --batch B --compress none|static|adaptive --device cpu|cuda
-//       --report OUT.json [--max-steps N]
+//   comet-train ARTIFACT_DIR|training_model.onnx [--optimizer OPT.onnx]
+//       [--data fashion-mnist|synthetic] [--epochs E] [--batch B]
+//       [--compress none|static|adaptive] [--device cpu|cuda]
+//       [--report OUT.json] [--max-steps N]
 //
-// Compiles the training graph with comet::Engine, trains, evaluates the eval
-// graph on the test split and writes a JSON report (docs/execution.md). The
-// loop, evaluation and report are comet/driver/Training.h's, which comet-run
-// shares for steps compiled ahead of time.
+// Compiles the training graph of an ONNX Runtime artifact folder with
+// comet::Engine (weights from its checkpoint, its optimizer_model.onnx),
+// trains, evaluates its eval_model.onnx on the test split, prints a summary
+// and writes a JSON report (docs/execution.md). The loop, evaluation and
+// report are comet/driver/Training.h's, which comet-run shares for steps
+// compiled ahead of time.
 // --dump-grads runs one training-graph step on given inputs and writes the
 // loss and gradients, for the check against ONNX Runtime.
 //
@@ -36,9 +38,10 @@ static cl::opt<comet::CompressMode> &compress = engineFlags.compress;
 static cl::opt<int64_t> &batch = engineFlags.batch;
 enum class DataSource { FashionMnist, Synthetic };
 enum class Device { Cpu, Cuda };
-static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
-                                      cl::desc("<training_model.onnx|.mlir>"),
-                                      cl::cat(cat));
+static cl::opt<std::string>
+    modelPath(cl::Positional, cl::Required,
+              cl::desc("<artifact folder|training_model.onnx|.mlir>"),
+              cl::cat(cat));
 static cl::opt<DataSource>
     dataSource("data", cl::desc("Training data"),
                cl::values(clEnumValN(DataSource::FashionMnist, "fashion-mnist",
@@ -73,8 +76,9 @@ static cl::opt<int64_t>
     evalSamples("eval-samples",
                 cl::desc("Test samples to evaluate (0: all, -1: none)"),
                 cl::init(0), cl::cat(cat));
-static cl::opt<float> lr("lr", cl::desc("Learning rate"), cl::init(0.05f),
-                         cl::cat(cat));
+static cl::opt<float>
+    lr("lr", cl::desc("Learning rate (default: 0.001 for AdamW, 0.05 for SGD)"),
+       cl::init(0.0f), cl::cat(cat));
 static cl::opt<float> momentum("momentum",
                                cl::desc("Momentum of the built-in SGD"),
                                cl::init(0.9f), cl::cat(cat));
@@ -83,7 +87,8 @@ static cl::opt<uint64_t> seed("seed", cl::desc("Shuffle/synthetic seed"),
 static cl::opt<std::string> dumpGrads(
     "dump-grads",
     cl::desc("Run one training-graph step on --inputs/--labels and write "
-             "loss.bin and <param>.grad.bin (raw f32) to this directory"),
+             "loss.bin, <param>.grad.bin and <param>.param.bin (the "
+             "weights it started from; raw f32) to this directory"),
     cl::init(""), cl::cat(cat));
 static cl::opt<std::string>
     inputsFile("inputs", cl::desc("Raw f32 batch for --dump-grads"),
@@ -192,6 +197,11 @@ static int runDumpGrads(comet::Engine &engine) {
   if (!readRaw(inputsFile, images.data(), images.size() * 4, e) ||
       !readRaw(labelsFile, labels.data(), labels.size() * 8, e))
     return fail(e);
+  // The weights the step starts from (a training-mode batch norm updates
+  // its running statistics during the step).
+  std::vector<std::pair<std::string, std::vector<float>>> start;
+  for (const std::string &p : engine.parameters())
+    start.push_back({p, engine.parameter(p).vec()});
   auto loss = engine.computeGradients(images.data(), labels.data());
   if (!loss)
     return fail(loss.takeError());
@@ -203,6 +213,9 @@ static int runDumpGrads(comet::Engine &engine) {
     if (!writeRaw(dumpGrads + "/" + p + ".grad.bin", g.data(), g.size() * 4))
       return fail("cannot write to " + dumpGrads);
   }
+  for (const auto &[p, w] : start)
+    if (!writeRaw(dumpGrads + "/" + p + ".param.bin", w.data(), w.size() * 4))
+      return fail("cannot write to " + dumpGrads);
   outs() << "loss " << l << "\n";
   return 0;
 }
@@ -246,6 +259,8 @@ int main(int argc, char **argv) {
   }
   if (batch <= 0 || epochs <= 0)
     return fail("--batch and --epochs must be positive");
+  if (lr.getNumOccurrences() && lr <= 0)
+    return fail("--lr must be positive");
 
   opts.learningRate = lr;
   opts.momentum = momentum;
@@ -272,6 +287,17 @@ int main(int argc, char **argv) {
 
   if (Error e = engine.compile(opts))
     return fail(std::move(e));
+  const comet::ArtifactPaths &files = engine.artifacts();
+  if (!quiet)
+    outs() << "training " << files.training << "\n  weights " << files.weights
+           << "\n  eval "
+           << (files.evalModel.empty() ? "(none)" : files.evalModel)
+           << "\n  optimizer " << engine.optimizerName()
+           << (files.optimizer.empty() ? "" : " (" + files.optimizer + ")")
+           << format(", lr %g", engine.learningRate()) << "\n  compress "
+           << comet::wordOf(compress)
+           << format(", batch %ld, epochs %ld\n", batch.getValue(),
+                     epochs.getValue());
   if (!dumpGrads.empty())
     return runDumpGrads(engine);
   comet::Trainer &trainer = engine.trainer();
@@ -392,6 +418,8 @@ int main(int argc, char **argv) {
     info.device = comet::wordOf(device);
     info.compress = comet::wordOf(compress);
     info.optimizer = engine.optimizerName();
+    info.learningRate = engine.learningRate();
+    info.artifacts = files;
     info.data = comet::wordOf(dataSource);
     info.epochs = epochs;
     info.batch = batch;

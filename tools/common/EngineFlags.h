@@ -1,8 +1,10 @@
 //===- EngineFlags.h - The flags that shape a compiled graph ----*- C++ -*-===//
 //
 // comet-train (JIT) and comet-compile (ahead of time) compile a training
-// graph from the same flags, so they are declared once here: a tool holds
-// one static EngineFlags in its option category.
+// graph, or an artifact folder, from the same flags, so they are declared
+// once here: a tool holds one static EngineFlags in its option category.
+// The defaults are the folder's: its checkpoint, its optimizer_model.onnx,
+// activations compressed with static bounds.
 //
 //===----------------------------------------------------------------------===//
 #ifndef COMET_TOOLS_ENGINEFLAGS_H
@@ -32,8 +34,9 @@ struct EngineFlags {
       : optimizerPath(
             "optimizer",
             llvm::cl::desc("ORT optimizer graph (AdamWOptimizer or "
-                           "SGDOptimizerV2); default: built-in SGD with "
-                           "momentum"),
+                           "SGDOptimizerV2), or 'builtin' for SGD with "
+                           "momentum; default: optimizer_model.onnx next to "
+                           "the training graph, else 'builtin'"),
             llvm::cl::init(""), llvm::cl::cat(cat)),
         batch("batch", llvm::cl::desc("Batch size"), llvm::cl::init(64),
               llvm::cl::cat(cat)),
@@ -44,15 +47,17 @@ struct EngineFlags {
                 clEnumValN(CompressMode::Static, "static", "static bounds"),
                 clEnumValN(CompressMode::Adaptive, "adaptive",
                            "bounds re-tuned while training")),
-            llvm::cl::init(CompressMode::None), llvm::cl::cat(cat)),
+            llvm::cl::init(CompressMode::Static), llvm::cl::cat(cat)),
         compressOptions("compress-options",
                         llvm::cl::desc("Options for "
                                        "--comet-compress-activations, e.g. "
                                        "'min-bytes=4096'"),
                         llvm::cl::init(""), llvm::cl::cat(cat)),
         weightsPath("weights",
-                    llvm::cl::desc("Initial weights (.onnx initializers); "
-                                   "default: model.onnx next to the model"),
+                    llvm::cl::desc("Initial weights: an ORT checkpoint, or "
+                                   "an .onnx file's initializers; default: "
+                                   "the checkpoint next to the training "
+                                   "graph, else model.onnx there"),
                     llvm::cl::init(""), llvm::cl::cat(cat)),
         dumpIR("dump-ir", llvm::cl::desc("Write the lowered IR here"),
                llvm::cl::init(""), llvm::cl::cat(cat)) {}

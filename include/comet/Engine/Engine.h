@@ -51,14 +51,18 @@ struct EngineOptions {
   std::string compressOptions;
   /// An ORT optimizer graph (optimizer_model.onnx: AdamWOptimizer, or
   /// sgd_optimizer_model.onnx: SGDOptimizerV2) whose node and attributes the
-  /// Engine runs on the runtime's kernels. Empty: the runtime's built-in
-  /// SGD with momentum.
+  /// Engine runs on the runtime's kernels. Empty: optimizer_model.onnx next
+  /// to the training graph when it exists, else the built-in SGD with
+  /// momentum. kBuiltinOptimizer: the built-in SGD in any case.
   std::string optimizerPath;
-  float learningRate = 0.05f;
+  static constexpr const char *kBuiltinOptimizer = "builtin";
+  /// <= 0: the optimizer's default, 0.001 for AdamW and 0.05 for the SGDs.
+  float learningRate = 0.0f;
   float momentum = 0.9f; // built-in SGD only
   float weightDecay = 0.0f;
-  /// An .onnx file whose initializers give the initial weights, by name.
-  /// Empty: model.onnx next to the training graph.
+  /// The initial weights, by name: an ONNX Runtime checkpoint, or an .onnx
+  /// file's initializers (a path ending in .onnx). Empty: `checkpoint` next
+  /// to the training graph, else model.onnx there.
   std::string weightsPath;
   /// The eval graph used by evaluate(). Empty: eval_model.onnx next to the
   /// training graph, when it exists.
@@ -82,7 +86,9 @@ public:
   ~Engine();
 
   /// Reads a training graph: *.onnx is imported, anything else is parsed as
-  /// MLIR (onnx dialect).
+  /// MLIR (onnx dialect). A directory is an artifact folder: its
+  /// training_model.onnx is read, and compile() finds the checkpoint, eval
+  /// and optimizer graphs next to it.
   static llvm::Expected<std::unique_ptr<Engine>> load(llvm::StringRef path);
 
   /// Compiles the graph (and the eval graph, if any) and allocates the
@@ -118,6 +124,8 @@ public:
   std::vector<int64_t> sampleShape() const;
   /// Trainable parameters (those with a gradient buffer), in graph order.
   std::vector<std::string> trainableParameters() const;
+  /// Every parameter, trainable and frozen, in graph order.
+  std::vector<std::string> parameters() const;
   /// A parameter's or gradient buffer's data (empty if unknown).
   llvm::ArrayRef<float> parameter(llvm::StringRef name) const;
   llvm::ArrayRef<float> gradient(llvm::StringRef name) const;
@@ -129,6 +137,11 @@ public:
   /// Which optimizer runs: "builtin-sgd-momentum", "AdamWOptimizer" or
   /// "SGDOptimizerV2".
   std::string optimizerName() const;
+  /// The learning rate in use (after compile()).
+  float learningRate() const;
+  /// The files read so far (all of them after compile()), as
+  /// comet/driver/Trainer.h's ArtifactPaths.
+  const ArtifactPaths &artifacts() const;
 
   /// The engine's runtime context (comet/runtime/context.h): its slots,
   /// sites, tuner statistics and memory accounting, for the bound tuner and

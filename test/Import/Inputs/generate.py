@@ -205,6 +205,27 @@ x4 = [vi("x", F, ["batch", 4])]
 save("bad-unknown-op.onnx", [node("Relu", ["x"], ["r"], "ok"),
                              node("Frobnicate", ["r"], ["y"], "mystery", "com.example")],
      x4, [vi("y", F, None)], opsets=[("", 17), ("com.example", 1)])
+# Several unsupported op types, one of them twice and one only known in
+# another domain: one error lists each with its first node.
+save("bad-unsupported-ops.onnx", [node("Relu", ["x"], ["r"], "ok"),
+                                  node("Frobnicate", ["r"], ["f"], "frob1", "com.example"),
+                                  node("Softsign", ["f"], ["s"], "softsign1"),
+                                  node("Frobnicate", ["s"], ["g"], "frob2", "com.example"),
+                                  node("Relu", ["g"], ["h"], "", MS)],
+     x4, [vi("h", F, None)], opsets=[("", 17), ("com.example", 1), (MS, 1)])
+# An eval graph as generate_artifacts writes it: BatchNormalization with
+# training_mode=0 and three outputs; the running statistics are unread.
+save("eval-batchnorm.onnx", [
+    node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y", "rm", "rv"], "bn",
+         training_mode=0),
+    node("Relu", ["y"], ["r"], "relu")],
+    [vi("x", F, ["batch", 4, 5, 5])], [vi("r", F, None)], bn)
+# The same with a running statistic read by another node: not droppable.
+save("bad-eval-batchnorm-read.onnx", [
+    node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y", "rm", "rv"], "bn",
+         training_mode=0),
+    node("Relu", ["rm"], ["r"], "relu_of_mean")],
+    [vi("x", F, ["batch", 4, 5, 5])], [vi("y", F, None), vi("r", F, None)], bn)
 save("bad-wrong-domain.onnx", [node("ReluGrad", ["x", "x"], ["y"], "rg_in_default_domain")],
      x4, [vi("y", F, None)])
 save("bad-missing-opset.onnx", [node("ReluGrad", ["x", "x"], ["y"], "relu_grad", MS)],

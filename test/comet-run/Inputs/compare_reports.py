@@ -9,7 +9,8 @@ import json
 import sys
 
 EXACT = [
-    "compress", "optimizer", "data", "epochs", "batch", "steps",
+    "compress", "optimizer", "learning_rate", "artifacts", "data", "epochs",
+    "batch", "steps",
     "final_loss", "loss_history", "test_accuracy", "test_loss",
     "peak_bytes", "tensor_peak_bytes", "predicted_peak_bytes",
     "workspace_peak_bytes", "dataset_bytes",

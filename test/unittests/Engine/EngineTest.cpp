@@ -200,6 +200,35 @@ TEST(Engine, LoadErrorsNameTheFile) {
             std::string::npos);
 }
 
+TEST(Engine, ArtifactFolderGivesEveryFile) {
+  // A folder: its training graph, checkpoint, eval graph and AdamW.
+  std::string dir = std::string(COMET_FIXTURES) + "/resnet";
+  auto e = comet::Engine::load(dir);
+  ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
+  comet::EngineOptions o;
+  o.batchSize = 4;
+  ASSERT_FALSE(static_cast<bool>((*e)->compile(o)));
+  const comet::ArtifactPaths &a = (*e)->artifacts();
+  EXPECT_EQ(a.training, dir + "/training_model.onnx");
+  EXPECT_EQ(a.weights, dir + "/checkpoint");
+  EXPECT_EQ(a.evalModel, dir + "/eval_model.onnx");
+  EXPECT_EQ(a.optimizer, dir + "/optimizer_model.onnx");
+  EXPECT_EQ((*e)->optimizerName(), "AdamWOptimizer");
+  EXPECT_FLOAT_EQ((*e)->learningRate(), 1e-3f);
+  EXPECT_TRUE((*e)->hasEval());
+  // Trainable and frozen parameters; BN statistics start at 0 and 1.
+  EXPECT_EQ((*e)->trainableParameters().size(), 20u);
+  EXPECT_EQ((*e)->parameters().size(), 32u);
+  EXPECT_EQ((*e)->parameter("bn6.running_var").vec(),
+            std::vector<float>(16, 1.0f));
+
+  auto missing = comet::Engine::load(std::string(COMET_FIXTURES));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(llvm::toString(missing.takeError()),
+            std::string(COMET_FIXTURES) +
+                " is a folder without training_model.onnx");
+}
+
 TEST(Engine, TrainsLeNetAndAccountsExactly) {
   // A fresh Engine has its own runtime context: no reset needed.
   auto e = comet::Engine::load(fixture("lenet"));
@@ -210,10 +239,12 @@ TEST(Engine, TrainsLeNetAndAccountsExactly) {
   o.compress = comet::CompressMode::Static;
   o.compressOptions = "min-bytes=1024";
   o.learningRate = 0.02f;
+  o.optimizerPath = comet::EngineOptions::kBuiltinOptimizer;
   ASSERT_FALSE(static_cast<bool>(engine.compile(o)));
   EXPECT_EQ(engine.sampleShape(), (std::vector<int64_t>{1, 28, 28}));
   EXPECT_EQ(engine.trainableParameters().size(), 10u);
   EXPECT_EQ(engine.optimizerName(), "builtin-sgd-momentum");
+  EXPECT_EQ(engine.artifacts().optimizer, "");
 
   // The same batch over and over: the loss must fall.
   std::vector<float> x;

@@ -27,9 +27,13 @@ public:
 
   const comet_aot_program &program() const { return *prog; }
 
+  /// The files comet-compile read.
+  ArtifactPaths artifacts() const;
+
   /// Binds the training graph with its initial weights, the optimizer
-  /// (learning rate, momentum and weight decay are the run's), the eval
-  /// graph, the sites and the prediction.
+  /// (learning rate, momentum and weight decay are the run's; a learning
+  /// rate <= 0 is the optimizer's default), the eval graph, the sites and
+  /// the prediction.
   std::string bind(Trainer &trainer, float learningRate, float momentum,
                    float weightDecay) const;
 

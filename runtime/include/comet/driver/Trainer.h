@@ -1,5 +1,4 @@
-//===- comet/driver/Trainer.h - A compiled training step's state -*- C++
-//-*-===//
+//===- comet/driver/Trainer.h - A compiled step's state ---------*- C++ -*-===//
 //
 // comet::Trainer holds what training a compiled graph needs at run time: the
 // runtime context, the argument buffers bound by name (parameters with their
@@ -77,13 +76,26 @@ struct Entry {
 struct OptimizerConfig {
   /// builtin-sgd-momentum | AdamWOptimizer | SGDOptimizerV2.
   std::string kind = "builtin-sgd-momentum";
-  float learningRate = 0.05f;
+  /// <= 0: the optimizer's default (defaultLearningRate).
+  float learningRate = 0.0f;
   float momentum = 0.9f; // built-in SGD only
   float weightDecay = 0.0f;
   // AdamWOptimizer's attributes.
   float adamAlpha = 0.9f, adamBeta = 0.999f, adamEps = 1e-8f,
         adamWeightDecay = 0.0f;
   int64_t adamMode = 0, adamCorrectBias = 1;
+};
+
+/// 0.001 for AdamW, 0.05 for the SGDs.
+float defaultLearningRate(const std::string &kind);
+
+/// The files a training run read, after the defaults were applied (for
+/// messages and the report).
+struct ArtifactPaths {
+  std::string training;
+  std::string weights;   ///< an ORT checkpoint or an .onnx file
+  std::string evalModel; ///< empty: no eval graph
+  std::string optimizer; ///< empty: the built-in SGD
 };
 
 /// Bytes of one allocator category (comet_rt_alloc_category order).
@@ -167,9 +179,17 @@ struct MemoryPrediction {
   int64_t candidateBytes = 0;
 };
 
+/// A parameter's initial value as a weights source holds it.
+struct InitialWeight {
+  const void *data = nullptr;
+  size_t bytes = 0;
+  /// Its shape, where the source records one (checked against the graph's).
+  const std::vector<int64_t> *dims = nullptr;
+};
+
 /// Finds an initial parameter value by name; false if there is none.
-using WeightLookup = std::function<bool(const std::string &name,
-                                        const void *&data, size_t &bytes)>;
+using WeightLookup =
+    std::function<bool(const std::string &name, InitialWeight &out)>;
 
 class Trainer {
 public:
@@ -178,17 +198,23 @@ public:
   Trainer(const Trainer &) = delete;
 
   /// Allocates the training graph's argument buffers and fills the
-  /// parameters from `weights`. Input 0 is the batch, input 1 the int64
-  /// labels, the first result the loss.
-  std::string bindTrain(Entry train, const WeightLookup &weights);
+  /// parameters from `weights` (named `weightsName` in messages). Inputs are
+  /// bound by role: gradient buffers and lazy_reset_grad by ORT's names,
+  /// parameters by the weights, and of the rest exactly one float input is
+  /// the data batch and one int64 input the labels. The first result is
+  /// the loss.
+  std::string bindTrain(Entry train, const WeightLookup &weights,
+                        const std::string &weightsName);
   /// Runs the step on device ("cpu" or "cuda"); before bindTrain. Fails
   /// when the runtime has no CUDA backend or the machine no device.
   std::string useDevice(const std::string &device);
   /// Allocates the optimizer's state for the trainable parameters.
   std::string setupOptimizer(const OptimizerConfig &config);
-  /// The eval graph: its parameters are the training graph's buffers, its
-  /// last result the logits.
-  void bindEval(Entry eval);
+  /// The eval graph (`evalName` in messages): its parameters are the
+  /// training graph's buffers; of the rest, one float input is the data
+  /// (a batch of the training graph's samples) and one int64 input the
+  /// labels; its last result is the logits.
+  std::string bindEval(Entry eval, const std::string &evalName);
   void setSites(std::vector<SiteStats> sites) { siteInfo = std::move(sites); }
   void setPrediction(MemoryPrediction p) {
     szRatio = p.szRatio;
@@ -217,6 +243,8 @@ public:
   const std::vector<std::string> &trainableParameters() const {
     return trainable;
   }
+  /// Every parameter, trainable and frozen, in graph order.
+  std::vector<std::string> parameters() const;
   /// A buffer by name (parameters, gradients, input, labels), or null.
   Buffer *buffer(const std::string &name) const;
   /// The gradient buffer of a parameter, or null.
@@ -238,6 +266,8 @@ private:
   /// This trainer's runtime state; every buffer below counts in it.
   std::unique_ptr<comet_rt_context, void (*)(comet_rt_context *)> rt;
   Entry train, eval;
+  /// The eval graph's data and labels arguments (indices into eval.args).
+  size_t evalData = 0, evalLabels = 0;
   std::map<std::string, std::unique_ptr<Buffer>> buffers;
   std::vector<Buffer *> trainArgs;
   std::vector<std::string> trainable;        // parameters with a gradient

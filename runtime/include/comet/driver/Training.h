@@ -100,6 +100,9 @@ void printSummary(const RunResult &result);
 /// What the report says besides the run's figures.
 struct ReportInfo {
   std::string model, device, compress, optimizer, data;
+  double learningRate = 0;
+  /// The files read; empty eval model and optimizer are written as null.
+  ArtifactPaths artifacts;
   int64_t epochs = 1, batch = 0, datasetBytes = 0;
 };
 

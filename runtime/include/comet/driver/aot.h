@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define COMET_AOT_ABI_VERSION 1
+#define COMET_AOT_ABI_VERSION 2
 #define COMET_AOT_PROGRAM_SYMBOL "comet_aot_program"
 
 /* One argument of a compiled function, after the runtime context. */
@@ -72,8 +72,13 @@ typedef struct comet_aot_interval {
 
 typedef struct comet_aot_program {
   int64_t abi_version;
-  /* What comet-compile was given. */
+  /* What comet-compile read: the training graph, the weights (an ORT
+   * checkpoint or an .onnx file), the eval and optimizer graphs ("" when
+   * none; the built-in SGD). */
   const char *model;
+  const char *weights_file;
+  const char *eval_model;
+  const char *optimizer_model;
   const char *compress; /* none | static | adaptive */
   int64_t batch;
   /* The optimizer graph's node (or builtin-sgd-momentum). */
