@@ -17,6 +17,7 @@
 #include "comet/runtime/data.h"
 #include "comet/runtime/handles.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -78,6 +79,16 @@ static cl::opt<std::string> compressOptions(
     "compress-options",
     cl::desc("Options for --comet-compress-activations, e.g. 'min-bytes=4096'"),
     cl::init(""), cl::cat(cat));
+static cl::list<std::string> compressOnly(
+    "compress-only",
+    cl::desc("Compress only these values (names as in the report's sites; "
+             "the pass option only=)"),
+    cl::CommaSeparated, cl::cat(cat));
+static cl::list<std::string> compressExcept(
+    "compress-except",
+    cl::desc("Compress every candidate but these values (the pass option "
+             "except=)"),
+    cl::CommaSeparated, cl::cat(cat));
 static cl::opt<Device>
     device("device", cl::desc("Execution device"),
            cl::values(clEnumValN(Device::Cpu, "cpu", "CPU"),
@@ -93,6 +104,11 @@ static cl::opt<int64_t>
     evalSamples("eval-samples",
                 cl::desc("Test samples to evaluate (0: all, -1: none)"),
                 cl::init(0), cl::cat(cat));
+static cl::opt<int64_t> evalInterval(
+    "eval-interval",
+    cl::desc("Also evaluate every N steps (0: only after training); the "
+             "report's eval_history lists each evaluation"),
+    cl::init(0), cl::cat(cat));
 static cl::opt<float> lr("lr", cl::desc("Learning rate"), cl::init(0.05f),
                          cl::cat(cat));
 static cl::opt<float> momentum("momentum",
@@ -306,6 +322,19 @@ int main(int argc, char **argv) {
 
   opts.batchSize = batch;
   opts.compressOptions = compressOptions;
+  if (!compressOnly.empty() && !compressExcept.empty())
+    return fail("--compress-only and --compress-except exclude each other");
+  if ((!compressOnly.empty() || !compressExcept.empty()) &&
+      compress == comet::CompressMode::None)
+    return fail("--compress-only and --compress-except need --compress "
+                "static or adaptive");
+  for (auto [list, key] : {std::pair{&compressOnly, "only="},
+                           std::pair{&compressExcept, "except="}})
+    if (!list->empty())
+      opts.compressOptions += (opts.compressOptions.empty() ? "" : " ") +
+                              std::string(key) + join(*list, ",");
+  if (evalInterval < 0)
+    return fail("--eval-interval must be non-negative");
   opts.optimizerPath = optimizerPath;
   opts.learningRate = lr;
   opts.momentum = momentum;
@@ -380,6 +409,30 @@ int main(int argc, char **argv) {
     tuner = std::move(*t);
   }
 
+  // The test split, read once: evaluated every --eval-interval steps and
+  // after training.
+  std::vector<float> testImages;
+  std::vector<int64_t> testLabels;
+  json::Array evalHistory;
+  auto evaluateNow = [&](double &acc, double &loss) -> Error {
+    if (testLabels.empty()) {
+      int64_t n = comet_rt_dataset_size(test.ds);
+      if (evalSamples > 0)
+        n = std::min<int64_t>(n, evalSamples);
+      testImages.resize(n * per);
+      testLabels.resize(n);
+      for (int64_t i = 0; i < n; ++i)
+        comet_rt_dataset_get(test.ds, i, testImages.data() + i * per,
+                             testLabels.data() + i);
+    }
+    int64_t n = testLabels.size(), correct = 0;
+    if (Error e = engine.evaluate(testImages.data(), testLabels.data(), n, loss,
+                                  correct))
+      return e;
+    acc = n ? double(correct) / n : 0;
+    return Error::success();
+  };
+
   std::vector<float> images(batch * per);
   std::vector<int64_t> labels(batch);
   std::vector<double> losses, stepMs;
@@ -419,6 +472,20 @@ int main(int argc, char **argv) {
           if (h.empty() || h.back().second != st.last_eb)
             h.push_back({step, st.last_eb});
         }
+      }
+      // Intermediate evaluations; the last one is the final evaluation
+      // below. The eval graph's buffers would count in the peaks, so they
+      // are reset: every training step reaches its peak again.
+      if (evalInterval > 0 && step % evalInterval == 0 && step < total &&
+          wantEval && engine.hasEval()) {
+        double acc, l;
+        if (Error e = evaluateNow(acc, l))
+          return fail(std::move(e));
+        evalHistory.push_back(json::Object{{"step", step},
+                                           {"epoch", double(step) / perEpoch},
+                                           {"test_accuracy", acc},
+                                           {"test_loss", l}});
+        engine.resetPeaks();
       }
       if (tty && (step % 10 == 0 || step == total)) {
         int width = 30, done = static_cast<int>(width * step / total);
@@ -519,17 +586,12 @@ int main(int argc, char **argv) {
 
   double accuracy = -1, testLoss = 0;
   if (wantEval && engine.hasEval()) {
-    int64_t n = comet_rt_dataset_size(test.ds);
-    if (evalSamples > 0)
-      n = std::min<int64_t>(n, evalSamples);
-    std::vector<float> ti(n * per);
-    std::vector<int64_t> tl(n);
-    for (int64_t i = 0; i < n; ++i)
-      comet_rt_dataset_get(test.ds, i, ti.data() + i * per, tl.data() + i);
-    int64_t correct = 0;
-    if (Error e = engine.evaluate(ti.data(), tl.data(), n, testLoss, correct))
+    if (Error e = evaluateNow(accuracy, testLoss))
       return fail(std::move(e));
-    accuracy = n ? double(correct) / n : 0;
+    evalHistory.push_back(json::Object{{"step", step},
+                                       {"epoch", double(step) / perEpoch},
+                                       {"test_accuracy", accuracy},
+                                       {"test_loss", testLoss}});
   }
 
   std::vector<double> sorted = stepMs;
@@ -606,6 +668,7 @@ int main(int argc, char **argv) {
         {"step_time_ms_median", median},
         {"categories", std::move(categories)},
         {"loss_history", std::move(lossHist)},
+        {"eval_history", std::move(evalHistory)},
         {"memory_timeline", toJson(st.measuredTimeline)},
         {"predicted_timeline", toJson(st.predictedTimeline)},
         {"slots", std::move(slots)},
