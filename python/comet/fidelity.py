@@ -129,6 +129,20 @@ class Progress:
         self.stream.flush()
 
 
+def compresses(config_args):
+    """Whether comet-train compresses with these arguments (its default
+    is --compress none)."""
+    mode = "none"
+    for a, b in zip(config_args, config_args[1:]):
+        if a == "--compress":
+            mode = b
+        elif a.startswith("--compress="):
+            mode = a.split("=", 1)[1]
+    if config_args and config_args[-1].startswith("--compress="):
+        mode = config_args[-1].split("=", 1)[1]
+    return mode != "none"
+
+
 def run_one(args, model, label, config_args, seed):
     report = os.path.join(args.out_dir, f"{model}-{label}-seed{seed}.json")
     extra = ["--lr", str(args.lr), *args.train_args]
@@ -136,7 +150,7 @@ def run_one(args, model, label, config_args, seed):
         per_epoch = 60000 // args.batch  # Fashion-MNIST's training split
         extra += ["--eval-interval",
                   str(max(1, per_epoch // args.evals_per_epoch))]
-    if args.error_model and "none" not in config_args:
+    if args.error_model and compresses(config_args):
         # After training: each slot's weight-gradient error on the next
         # batch against the bound's prediction (docs/error-bounds.md).
         extra += ["--measure-error-model", report[:-5] + "-error-model.json"]

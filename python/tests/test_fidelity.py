@@ -56,6 +56,14 @@ def test_paired_differences_and_interval():
     assert one["mean"] == 0.5 and one["sd"] is None and one["ci"] is None
 
 
+def test_compresses_reads_the_mode():
+    assert not fidelity.compresses([])
+    assert not fidelity.compresses(["--compress", "none"])
+    assert fidelity.compresses(["--compress", "static", "--compress-only",
+                                "none"])
+    assert fidelity.compresses(["--lr", "0.1", "--compress=adaptive"])
+
+
 def run_row(config, seed, acc, loss=1.0, ratio=1.0):
     return {"model": "m", "config": config, "seed": seed,
             "test_accuracy": acc, "final_loss": loss,
