@@ -282,6 +282,8 @@ int main(int argc, char **argv) {
   InitializeNativeTargetAsmPrinter();
   if (engineFlags.batch <= 0)
     return fail("--batch must be positive");
+  if (std::string why = engineFlags.validate(); !why.empty())
+    return fail(why);
 
   std::string model = inputPath;
   if (sys::fs::is_directory(model))

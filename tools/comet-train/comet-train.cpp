@@ -73,6 +73,11 @@ static cl::opt<int64_t>
     evalSamples("eval-samples",
                 cl::desc("Test samples to evaluate (0: all, -1: none)"),
                 cl::init(0), cl::cat(cat));
+static cl::opt<int64_t> evalInterval(
+    "eval-interval",
+    cl::desc("Also evaluate every N steps (0: only after training); the "
+             "report's eval_history lists each evaluation"),
+    cl::init(0), cl::cat(cat));
 static cl::opt<float> lr("lr", cl::desc("Learning rate"), cl::init(0.05f),
                          cl::cat(cat));
 static cl::opt<float> momentum("momentum",
@@ -246,6 +251,10 @@ int main(int argc, char **argv) {
   }
   if (batch <= 0 || epochs <= 0)
     return fail("--batch and --epochs must be positive");
+  if (std::string why = engineFlags.validate(); !why.empty())
+    return fail(why);
+  if (evalInterval < 0)
+    return fail("--eval-interval must be non-negative");
 
   opts.learningRate = lr;
   opts.momentum = momentum;
@@ -289,6 +298,7 @@ int main(int argc, char **argv) {
   run.epochs = epochs;
   run.maxSteps = maxSteps;
   run.evalSamples = evalSamples;
+  run.evalInterval = evalInterval;
   run.quiet = quiet;
   if (tuner) {
     run.beforeStep = [&](int64_t step) { tuner->beforeStep(step); };
