@@ -105,8 +105,11 @@ def test_missing_dataset_names_the_package(tmp_path):
     assert str(tmp_path / "nowhere") in p.stderr
 
 
-# --device cuda without a device: test/comet-train/no-cuda-device.test.
 @pytest.mark.parametrize("args,msg", [
+    # Refused on any machine (no CUDA device: test/comet-train/
+    # no-cuda-device.test).
+    (["--device", "cuda", "--compress", "adaptive"],
+     "--device cuda does not run the bound tuner"),
     (["--data", "cifar"],
      "for the --data option: Cannot find option named 'cifar'"),
 ])

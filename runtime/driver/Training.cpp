@@ -84,6 +84,46 @@ bool TrainingData::nextBatch(float *images, int64_t *labels, int64_t epoch) {
   return comet_rt_loader_next(loader, images, labels) == batch;
 }
 
+int64_t TrainingData::batchesPerEpoch() const {
+  return comet_rt_loader_num_batches(loader);
+}
+
+const TrainingData::TestSamples &TrainingData::testSamples(int64_t limit) {
+  if (testRead)
+    return testCache;
+  testRead = true;
+  int64_t n = comet_rt_dataset_size(test);
+  if (limit > 0)
+    n = std::min<int64_t>(n, limit);
+  testCache.images.resize(n * perSample);
+  testCache.labels.resize(n);
+  for (int64_t i = 0; i < n; ++i)
+    comet_rt_dataset_get(test, i, testCache.images.data() + i * perSample,
+                         testCache.labels.data() + i);
+  return testCache;
+}
+
+static bool canEvaluate(const Trainer &trainer, const TrainingData &data,
+                        const RunOptions &options) {
+  return options.evalSamples >= 0 && data.test && trainer.hasEval();
+}
+
+/// Evaluates after r.steps steps and records it in the history.
+static std::string evaluateNow(Trainer &trainer, TrainingData &data,
+                               const RunOptions &options, RunResult &r,
+                               double &accuracy, double &loss) {
+  const TrainingData::TestSamples &t = data.testSamples(options.evalSamples);
+  int64_t n = t.labels.size(), correct = 0;
+  std::string e =
+      trainer.evaluate(t.images.data(), t.labels.data(), n, loss, correct);
+  if (!e.empty())
+    return e;
+  accuracy = n ? double(correct) / n : 0;
+  r.evalHistory.push_back(
+      {r.steps, double(r.steps) / data.batchesPerEpoch(), accuracy, loss});
+  return "";
+}
+
 std::string trainLoop(Trainer &trainer, TrainingData &data,
                       const RunOptions &options, RunResult &r) {
   int64_t batch = data.samplesPerBatch();
@@ -128,6 +168,20 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
             h.push_back({r.steps, st.last_eb});
         }
       }
+      // Intermediate evaluations (the last one is evaluateTestSet's). The
+      // eval graph's buffers would count in the peaks, so they are reset:
+      // every training step reaches its peak again.
+      if (options.evalInterval > 0 && r.steps % options.evalInterval == 0 &&
+          r.steps < total && canEvaluate(trainer, data, options)) {
+        double accuracy, loss;
+        e = evaluateNow(trainer, data, options, r, accuracy, loss);
+        if (!e.empty()) {
+          if (tty)
+            printf("\n");
+          return e;
+        }
+        trainer.resetPeaks();
+      }
       if (tty && (r.steps % 10 == 0 || r.steps == total)) {
         int width = 30, done = static_cast<int>(width * r.steps / total);
         printf("\r[%s%s] epoch %" PRId64 "/%" PRId64 " step %" PRId64
@@ -147,23 +201,9 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
 
 std::string evaluateTestSet(Trainer &trainer, TrainingData &data,
                             const RunOptions &options, RunResult &r) {
-  if (options.evalSamples < 0 || !data.test || !trainer.hasEval())
+  if (!canEvaluate(trainer, data, options))
     return "";
-  int64_t n = comet_rt_dataset_size(data.test);
-  if (options.evalSamples > 0)
-    n = std::min<int64_t>(n, options.evalSamples);
-  int64_t per = data.sampleElements();
-  std::vector<float> ti(n * per);
-  std::vector<int64_t> tl(n);
-  for (int64_t i = 0; i < n; ++i)
-    comet_rt_dataset_get(data.test, i, ti.data() + i * per, tl.data() + i);
-  int64_t correct = 0;
-  std::string e =
-      trainer.evaluate(ti.data(), tl.data(), n, r.testLoss, correct);
-  if (!e.empty())
-    return e;
-  r.accuracy = n ? double(correct) / n : 0;
-  return "";
+  return evaluateNow(trainer, data, options, r, r.accuracy, r.testLoss);
 }
 
 static double medianOf(std::vector<double> v) {
@@ -350,6 +390,17 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   j.arrayBegin();
   for (double l : r.losses)
     j.value(l);
+  j.arrayEnd();
+  j.key("eval_history");
+  j.arrayBegin();
+  for (const RunResult::Evaluation &ev : r.evalHistory) {
+    j.objectBegin();
+    j.member("step", ev.step);
+    j.member("epoch", ev.epoch);
+    j.member("test_accuracy", ev.accuracy);
+    j.member("test_loss", ev.loss);
+    j.objectEnd();
+  }
   j.arrayEnd();
   j.array("memory_timeline", st.measuredTimeline);
   j.array("predicted_timeline", st.predictedTimeline);

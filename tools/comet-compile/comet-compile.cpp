@@ -287,6 +287,8 @@ int main(int argc, char **argv) {
   InitializeNativeTargetAsmPrinter();
   if (engineFlags.batch <= 0)
     return fail("--batch must be positive");
+  if (std::string why = engineFlags.validate(); !why.empty())
+    return fail(why);
 
   if (!sys::fs::exists(inputPath))
     return fail("cannot read " + inputPath + ": no such file");

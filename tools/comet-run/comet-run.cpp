@@ -1,8 +1,8 @@
 //===- comet-run.cpp - Train a step that comet-compile wrote ahead of time ===//
 //
 //   comet-run STEP.so --data fashion-mnist|synthetic [--epochs E]
-//       [--max-steps N] [--eval-samples N] [--lr X] [--seed S]
-//       [--report OUT.json]
+//       [--max-steps N] [--eval-samples N] [--eval-interval N] [--lr X]
+//       [--seed S] [--report OUT.json]
 //
 // Loads the shared library (dlopen), binds its weights and the data as
 // comet-train does, trains, evaluates and writes the same JSON report. It
@@ -41,6 +41,8 @@ const char *usage =
     "  --epochs=<n>              epochs (1)\n"
     "  --max-steps=<n>           stop after n steps (0: no limit)\n"
     "  --eval-samples=<n>        test samples to evaluate (0: all, -1: none)\n"
+    "  --eval-interval=<n>       also evaluate every n steps (0: only after\n"
+    "                            training; the report's eval_history)\n"
     "  --lr=<x>                  learning rate (0.001 for AdamW, 0.05 for "
     "SGD)\n"
     "  --momentum=<x>            momentum of the built-in SGD (0.9)\n"
@@ -87,6 +89,7 @@ int main(int argc, char **argv) {
     Epochs,
     MaxSteps,
     EvalSamples,
+    EvalInterval,
     Lr,
     Momentum,
     Seed,
@@ -103,6 +106,7 @@ int main(int argc, char **argv) {
       {"epochs", required_argument, nullptr, Epochs},
       {"max-steps", required_argument, nullptr, MaxSteps},
       {"eval-samples", required_argument, nullptr, EvalSamples},
+      {"eval-interval", required_argument, nullptr, EvalInterval},
       {"lr", required_argument, nullptr, Lr},
       {"momentum", required_argument, nullptr, Momentum},
       {"seed", required_argument, nullptr, Seed},
@@ -137,6 +141,9 @@ int main(int argc, char **argv) {
       break;
     case EvalSamples:
       ok = parseInt(optarg, run.evalSamples);
+      break;
+    case EvalInterval:
+      ok = parseInt(optarg, run.evalInterval);
       break;
     case Lr:
       ok = parseFloat(optarg, lr) && lr > 0;
@@ -173,6 +180,8 @@ int main(int argc, char **argv) {
   std::string stepPath = argv[optind];
   if (run.epochs <= 0)
     return fail("--epochs must be positive");
+  if (run.evalInterval < 0)
+    return fail("--eval-interval must be non-negative");
 
   std::unique_ptr<comet::CompiledStep> step;
   if (std::string e = comet::CompiledStep::load(stepPath, step); !e.empty())

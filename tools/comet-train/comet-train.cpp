@@ -79,6 +79,11 @@ static cl::opt<int64_t>
 static cl::opt<float>
     lr("lr", cl::desc("Learning rate (default: 0.001 for AdamW, 0.05 for SGD)"),
        cl::init(0.0f), cl::cat(cat));
+static cl::opt<int64_t> evalInterval(
+    "eval-interval",
+    cl::desc("Also evaluate every N steps (0: only after training); the "
+             "report's eval_history lists each evaluation"),
+    cl::init(0), cl::cat(cat));
 static cl::opt<float> momentum("momentum",
                                cl::desc("Momentum of the built-in SGD"),
                                cl::init(0.9f), cl::cat(cat));
@@ -261,6 +266,10 @@ int main(int argc, char **argv) {
     return fail("--batch and --epochs must be positive");
   if (lr.getNumOccurrences() && lr <= 0)
     return fail("--lr must be positive");
+  if (std::string why = engineFlags.validate(); !why.empty())
+    return fail(why);
+  if (evalInterval < 0)
+    return fail("--eval-interval must be non-negative");
 
   opts.learningRate = lr;
   opts.momentum = momentum;
@@ -315,6 +324,7 @@ int main(int argc, char **argv) {
   run.epochs = epochs;
   run.maxSteps = maxSteps;
   run.evalSamples = evalSamples;
+  run.evalInterval = evalInterval;
   run.quiet = quiet;
   if (tuner) {
     run.beforeStep = [&](int64_t step) { tuner->beforeStep(step); };

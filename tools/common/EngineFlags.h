@@ -12,9 +12,11 @@
 
 #include "comet/Engine/Engine.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 
 #include <string>
+#include <utility>
 
 namespace comet {
 
@@ -53,6 +55,15 @@ struct EngineFlags {
                                        "--comet-compress-activations, e.g. "
                                        "'min-bytes=4096'"),
                         llvm::cl::init(""), llvm::cl::cat(cat)),
+        compressOnly("compress-only",
+                     llvm::cl::desc("Compress only these values (names as in "
+                                    "the report's sites; the pass option "
+                                    "only=)"),
+                     llvm::cl::CommaSeparated, llvm::cl::cat(cat)),
+        compressExcept("compress-except",
+                       llvm::cl::desc("Compress every candidate but these "
+                                      "values (the pass option except=)"),
+                       llvm::cl::CommaSeparated, llvm::cl::cat(cat)),
         weightsPath("weights",
                     llvm::cl::desc("Initial weights: an ORT checkpoint, or "
                                    "an .onnx file's initializers; default: "
@@ -66,8 +77,20 @@ struct EngineFlags {
   llvm::cl::opt<int64_t> batch;
   llvm::cl::opt<CompressMode> compress;
   llvm::cl::opt<std::string> compressOptions;
+  llvm::cl::list<std::string> compressOnly, compressExcept;
   llvm::cl::opt<std::string> weightsPath;
   llvm::cl::opt<std::string> dumpIR;
+
+  /// Why the compression flags do not go together; empty when they do.
+  std::string validate() const {
+    if (!compressOnly.empty() && !compressExcept.empty())
+      return "--compress-only and --compress-except exclude each other";
+    if ((!compressOnly.empty() || !compressExcept.empty()) &&
+        compress == CompressMode::None)
+      return "--compress-only and --compress-except need --compress static "
+             "or adaptive";
+    return "";
+  }
 
   /// The EngineOptions these flags give (the rest at their defaults).
   EngineOptions options() const {
@@ -75,6 +98,12 @@ struct EngineFlags {
     o.batchSize = batch;
     o.compress = compress;
     o.compressOptions = compressOptions;
+    // The site lists become the pass options only= / except=.
+    for (auto [list, key] : {std::pair{&compressOnly, "only="},
+                             std::pair{&compressExcept, "except="}})
+      if (!list->empty())
+        o.compressOptions += (o.compressOptions.empty() ? "" : " ") +
+                             std::string(key) + llvm::join(*list, ",");
     o.optimizerPath = optimizerPath;
     o.weightsPath = weightsPath;
     o.dumpLoweredIRPath = dumpIR;

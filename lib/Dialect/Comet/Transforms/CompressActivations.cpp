@@ -22,6 +22,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -265,6 +266,8 @@ struct CompressActivationsPass
                                         ArrayRef<Plan> plans, bool &reachable);
 
   Profile profile;
+  /// only= / except= names that matched a candidate (checked per module).
+  llvm::StringSet<> matchedNames;
 };
 
 } // namespace
@@ -289,6 +292,8 @@ LogicalResult CompressActivationsPass::validateOptions(std::string &err) {
     err = "batch-size must be positive, got " + std::to_string(batchSize);
   else if (!(szRatio > 0))
     err = "sz-ratio must be positive";
+  else if (!onlyNames.empty() && !exceptNames.empty())
+    err = "only and except exclude each other";
   return success(err.empty());
 }
 
@@ -303,10 +308,19 @@ void CompressActivationsPass::runOnOperation() {
     getOperation().emitError("comet-compress-activations: ") << err;
     return signalPassFailure();
   }
+  matchedNames.clear();
   for (Operation &op : getOperation().getBody()->getOperations())
     if (auto func = dyn_cast<FunctionOpInterface>(op))
       if (!func.isExternal())
         runOnFunction(func);
+  // A misspelt name would silently compress everything (except=) or
+  // nothing (only=).
+  for (const std::string &n : onlyNames.empty() ? exceptNames : onlyNames)
+    if (!matchedNames.contains(n)) {
+      getOperation().emitError("comet-compress-activations: '")
+          << n << "' names no candidate";
+      return signalPassFailure();
+    }
 }
 
 std::optional<Codec>
@@ -546,6 +560,15 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
   std::vector<Plan> plans;
   for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
     ++numCandidates;
+    StringRef name = la.getValue(c.valueId).name;
+    bool listed = llvm::is_contained(onlyNames, name) ||
+                  llvm::is_contained(exceptNames, name);
+    if (listed)
+      matchedNames.insert(name);
+    if (onlyNames.empty() ? listed : !listed) {
+      ++numExcluded;
+      continue;
+    }
     Plan p;
     p.cand = c;
     std::optional<Codec> cd = chooseCodec(la, c, p);

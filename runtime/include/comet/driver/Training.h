@@ -53,6 +53,15 @@ public:
   int64_t datasetBytes() const { return bytes; }
   int64_t samplesPerBatch() const { return batch; }
   int64_t sampleElements() const { return perSample; }
+  int64_t batchesPerEpoch() const;
+
+  struct TestSamples {
+    std::vector<float> images;
+    std::vector<int64_t> labels;
+  };
+  /// The first `limit` test samples (0: all), read once: the run may
+  /// evaluate many times.
+  const TestSamples &testSamples(int64_t limit);
 
   comet_rt_dataset *train = nullptr, *test = nullptr;
   comet_rt_loader *loader = nullptr;
@@ -60,6 +69,8 @@ public:
 private:
   DataOptions opts;
   int64_t bytes = 0, batch = 0, perSample = 0;
+  TestSamples testCache;
+  bool testRead = false;
 };
 
 struct RunOptions {
@@ -68,6 +79,8 @@ struct RunOptions {
   int64_t maxSteps = 0;
   /// Test samples to evaluate (0: all, -1: none).
   int64_t evalSamples = 0;
+  /// Also evaluate every N steps during training (0: only after it).
+  int64_t evalInterval = 0;
   bool quiet = false;
   /// Called around every step (the bound tuner).
   std::function<void(int64_t step)> beforeStep, afterStep;
@@ -83,14 +96,23 @@ struct RunResult {
   EngineStats stats;
   /// -1 when not evaluated.
   double accuracy = -1, testLoss = 0;
+  struct Evaluation {
+    int64_t step;
+    double epoch, accuracy, loss;
+  };
+  /// Every evaluation in order, the final one last.
+  std::vector<Evaluation> evalHistory;
 };
 
 /// Trains for the epochs (or maxSteps); the second step's memory timeline
-/// is recorded. Fills everything but the evaluation.
+/// is recorded. Fills everything but the final evaluation; evaluates every
+/// evalInterval steps before the last (the allocator's peaks reset after
+/// each, so the memory figures stay the training step's).
 std::string trainLoop(Trainer &trainer, TrainingData &data,
                       const RunOptions &options, RunResult &result);
 
-/// Evaluates the eval graph on the test split, if both exist.
+/// Evaluates the eval graph on the test split, if both exist, and appends
+/// the result to the evaluation history.
 std::string evaluateTestSet(Trainer &trainer, TrainingData &data,
                             const RunOptions &options, RunResult &result);
 

@@ -14,6 +14,10 @@
 // RUN: not comet-opt %s --comet-compress-activations="codec=zfp" 2>&1 | FileCheck %s --check-prefix=ERR-CODEC
 // RUN: not comet-opt %s --comet-compress-activations="policy=some" 2>&1 | FileCheck %s --check-prefix=ERR-POLICY
 // RUN: comet-opt %comet_src/test/fixtures/models/lenet/training_model.onnx --comet-compress-activations | FileCheck %s --check-prefix=LENET
+// RUN: comet-opt %comet_src/test/fixtures/models/lenet/training_model.onnx --comet-compress-activations="only=flatten1" | FileCheck %s --check-prefix=ONLY
+// RUN: comet-opt %comet_src/test/fixtures/models/lenet/training_model.onnx --comet-compress-activations="except=conv1,flatten1" | FileCheck %s --check-prefix=EXCEPT
+// RUN: not comet-opt %comet_src/test/fixtures/models/lenet/training_model.onnx --comet-compress-activations="except=conv1,fc9" 2>&1 | FileCheck %s --check-prefix=ERR-NAME
+// RUN: not comet-opt %s --comet-compress-activations="only=a except=b" 2>&1 | FileCheck %s --check-prefix=ERR-ONLYEXCEPT
 
 // The real ORT LeNet training graph (batch 32): ReluGrad reads conv1.out and
 // conv2.out (masks); ConvGrad of conv2 reads maxpool1.out, N = 32 * 10 * 10,
@@ -27,6 +31,26 @@
 // LENET: comet.compress %{{.*}} bound <abs = 0.00433012701{{[0-9]*}}, slot = 1> {comet.tune = [#comet.consumer<kind = gemm, param = "fc1.weight", {{.*}}>]} : tensor<?x200xf32> -> !comet.compressed<tensor<?x200xf32>, sz>
 // LENET-NOT: comet.compress %{{.*}} : tensor<?x{{.*}}xi64>
 // LENET-COUNT-4: comet.decompress
+
+// only= and except= restrict compression to named sites (attribution runs):
+// only flatten1 is compressed, and takes slot 0 (slots number the
+// compressed values only).
+// ONLY-NOT: comet.compress
+// ONLY: comet.compress %{{.*}} bound <abs = 0.00433012701{{[0-9]*}}, slot = 0> {{.*}} -> !comet.compressed<tensor<?x200xf32>, sz>
+// ONLY-NOT: comet.compress
+// ONLY-COUNT-1: comet.decompress
+// ONLY-NOT: comet.decompress
+// All but conv1 and flatten1: maxpool1's sz and conv2's mask remain.
+// EXCEPT-NOT: comet.compress %{{.*}} : tensor<?x4x28x28xf32>
+// EXCEPT: comet.compress %{{.*}} bound <abs = 4.33012701892{{[0-9]*}}E-4, slot = 0> {{.*}} -> !comet.compressed<tensor<?x4x14x14xf32>, sz>
+// EXCEPT: comet.compress %{{.*}} : tensor<?x8x10x10xf32> -> !comet.compressed<tensor<?x8x10x10xf32>, mask>
+// EXCEPT-NOT: comet.compress
+// EXCEPT-COUNT-2: comet.decompress
+// EXCEPT-NOT: comet.decompress
+// A name that is no candidate's is an error (a typo would silently change
+// what is compressed), and so are both lists at once.
+// ERR-NAME: error: comet-compress-activations: 'fc9' names no candidate
+// ERR-ONLYEXCEPT: error: comet-compress-activations: only and except exclude each other
 
 // ERR-BUDGET: error: comet-compress-activations: policy=budget needs memory-budget=BYTES
 // ERR-MINBYTES: error: comet-compress-activations: min-bytes must be non-negative, got -1

@@ -83,6 +83,11 @@ def CometCompressActivations
     (docs/error-bounds.md). The statistics come from `profile=PATH` (by slot
     or value name) or from the prior options.
 
+    `only=a,b` compresses only the candidates whose value names are listed,
+    `except=a,b` all but those (for attributing an effect to one site); a
+    listed name that is no candidate's is an error. Slots are numbered over
+    the compressed values only.
+
     `policy=budget memory-budget=B` picks the fewest candidates that bring
     the predicted peak to at most B bytes (exact search up to 12 candidates,
     greedy on the peak step beyond); an unreachable budget compresses all
@@ -161,6 +166,12 @@ def CometCompressActivations
            "Assumed sz compression ratio (budget estimates)">,
     Option<"profilePath", "profile", "std::string", /*default=*/"\"\"",
            "JSON file of measured statistics per slot or value name">,
+    ListOption<"onlyNames", "only", "std::string",
+               "Compress only the candidates with these value names "
+               "(attribution runs; a name that matches no candidate is an "
+               "error)">,
+    ListOption<"exceptNames", "except", "std::string",
+               "Never compress the candidates with these value names">,
   ];
   let statistics = [
     Statistic<"numCandidates", "candidates",
@@ -169,6 +180,8 @@ def CometCompressActivations
               "Candidates kept: no codec fits their far consumers">,
     Statistic<"numNotSelected", "not-selected",
               "Candidates that policy=budget left uncompressed">,
+    Statistic<"numExcluded", "excluded",
+              "Candidates left uncompressed by only= or except=">,
     Statistic<"numNoBound", "no-bound",
               "Lossy candidates left uncompressed: no bound could be derived">,
     Statistic<"numMask", "compressed-mask", "Values compressed with mask">,
