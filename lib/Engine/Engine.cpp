@@ -10,6 +10,7 @@
 #include "comet/Conversion/Passes.h"
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"
+#include "comet/Dialect/ONNX/IR/ONNXOps.h"
 #include "comet/Import/ONNXImporter.h"
 #include "comet/runtime/handles.h"
 
@@ -315,6 +316,9 @@ Error Engine::Impl::setupTrainBuffers(const onnx_import::Model &weights) {
       loss = trainArgs[i];
       break;
     }
+  for (auto [i, a] : llvm::enumerate(train.args))
+    if (a.isResult && llvm::is_contained(maskNames, a.name))
+      masks.push_back({a.name, trainArgs[i]});
   if (!loss || loss->numel != 1 || loss->elemBytes != 4)
     return err("the first result of the training graph must be the loss");
   return Error::success();
@@ -339,6 +343,36 @@ Expected<float> Engine::Impl::runTrain(const float *images,
   if (e)
     return std::move(e);
   return loss->f32()[0];
+}
+
+void Engine::Impl::returnDropoutMasks(ModuleOp m) {
+  func::FuncOp f = mainFunc(m);
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  SmallVector<onnx::DropoutOp> drops;
+  f.walk([&](onnx::DropoutOp d) {
+    if (!isa<NoneType>(d.getMask().getType()) && isa<NameLoc>(d.getLoc()))
+      drops.push_back(d);
+  });
+  Builder b(f.getContext());
+  for (onnx::DropoutOp d : drops) {
+    // The analysis's name for the second result of the node.
+    std::string name = cast<NameLoc>(d.getLoc()).getName().str() + ":1";
+    unsigned i = f.getNumResults();
+    f.insertResult(i, d.getMask().getType(),
+                   b.getDictionaryAttr(
+                       b.getNamedAttr("onnx.name", b.getStringAttr(name))));
+    ret.getOperandsMutable().append(d.getMask());
+    maskNames.push_back(name);
+  }
+}
+
+std::vector<std::pair<std::string, ArrayRef<uint8_t>>>
+Engine::dropoutMasks() const {
+  std::vector<std::pair<std::string, ArrayRef<uint8_t>>> out;
+  for (auto &[name, buf] : impl->masks)
+    out.push_back({name, ArrayRef(static_cast<const uint8_t *>(buf->data),
+                                  buf->bytes())});
+  return out;
 }
 
 Engine::Engine() : impl(std::make_unique<Impl>()) {}
@@ -371,7 +405,10 @@ Error Engine::compile(const EngineOptions &options) {
   if (options.batchSize <= 0)
     return err("the batch size must be positive");
   I.opts = options;
+  comet_rt_context_set_seed(I.rt.get(), options.seed);
   OwningOpRef<ModuleOp> m = I.source->clone();
+  if (options.returnDropoutMasks)
+    I.returnDropoutMasks(*m);
   std::string b = std::to_string(options.batchSize);
   if (options.compress != CompressMode::None) {
     if (Error e =

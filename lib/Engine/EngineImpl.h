@@ -106,6 +106,9 @@ struct Engine::Impl {
   llvm::StringMap<std::string> gradOf; // parameter -> its gradient buffer
   Buffer *input = nullptr, *labels = nullptr, *lazyReset = nullptr,
          *loss = nullptr;
+  /// Dropout masks returned by the training graph (returnDropoutMasks).
+  std::vector<std::string> maskNames;
+  std::vector<std::pair<std::string, Buffer *>> masks;
   std::vector<int64_t> sampleShape;
 
   // Optimizer (Optimizer.cpp).
@@ -126,6 +129,8 @@ struct Engine::Impl {
   llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
   loadModule(llvm::StringRef file);
   llvm::Error runPipeline(mlir::ModuleOp m, llvm::StringRef pipeline);
+  /// Appends each Dropout mask to the main function's results.
+  void returnDropoutMasks(mlir::ModuleOp m);
   static mlir::func::FuncOp mainFunc(mlir::ModuleOp m);
   /// Lowers `m` (batch size `batch`) and JIT-compiles it into `out`.
   llvm::Error lowerAndJit(mlir::ModuleOp m, int64_t batch, Compiled &out,

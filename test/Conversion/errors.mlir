@@ -25,3 +25,24 @@ func.func @same(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x
   %y = onnx.Conv(%x, %w, %none) {auto_pad = "SAME_UPPER"} : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>, none) -> tensor<1x1x4x4xf32>
   return %y : tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// A bool mask decompressed into a buffer (not read by DropoutGrad alone) has
+// no kernel.
+func.func @bool_decompress(%m: tensor<2x8xi1>) -> tensor<2x8xi1> {
+  %c = comet.compress %m : tensor<2x8xi1> -> !comet.compressed<tensor<2x8xi1>, mask>
+  // expected-error @+1 {{only f32 tensors can be decompressed into a buffer}}
+  %d = comet.decompress %c : !comet.compressed<tensor<2x8xi1>, mask> -> tensor<2x8xi1>
+  return %d : tensor<2x8xi1>
+}
+
+// -----
+
+// A bool tensor is stored only as a mask.
+func.func @bool_raw(%m: tensor<2x8xi1>) -> tensor<2x8xi1> {
+  // expected-error @+1 {{a bool tensor can only be compressed as a mask}}
+  %c = comet.compress %m : tensor<2x8xi1> -> !comet.compressed<tensor<2x8xi1>, raw>
+  %d = comet.decompress %c : !comet.compressed<tensor<2x8xi1>, raw> -> tensor<2x8xi1>
+  return %d : tensor<2x8xi1>
+}

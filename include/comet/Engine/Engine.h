@@ -62,6 +62,11 @@ struct EngineOptions {
   unsigned optLevel = 2;
   /// When set, the lowered IR (after comet-lower-to-runtime) is written here.
   std::string dumpLoweredIRPath;
+  /// Seed of the engine's random stream (Dropout masks).
+  uint64_t seed = 0;
+  /// Makes every Dropout mask of the training graph an extra result, for
+  /// dropoutMasks() (a debugging aid: returned masks are not compressed).
+  bool returnDropoutMasks = false;
 };
 
 /// Bytes of one allocator category (comet_rt_alloc_category order).
@@ -165,6 +170,11 @@ public:
   /// A parameter's or gradient buffer's data (empty if unknown).
   llvm::ArrayRef<float> parameter(llvm::StringRef name) const;
   llvm::ArrayRef<float> gradient(llvm::StringRef name) const;
+  /// The Dropout masks of the latest training step, named `<node>:1` after
+  /// their Dropout node (one byte per element, 0 or 1), in graph order;
+  /// empty unless compiled with returnDropoutMasks.
+  std::vector<std::pair<std::string, llvm::ArrayRef<uint8_t>>>
+  dropoutMasks() const;
   /// A parameter's first optimizer state: AdamW's first moment, or the
   /// built-in SGD's velocity (empty without one, e.g. SGDOptimizerV2).
   llvm::ArrayRef<float> optimizerState(llvm::StringRef name) const;

@@ -277,3 +277,39 @@ func.func @reshape_negative(%x: tensor<2x3xf32>) {
   %y = onnx.Reshape(%x, %s) : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<*xf32>
   return
 }
+
+// -----
+
+// Dropout: the ratio is one float element.
+func.func @dropout_ratio(%x: tensor<2x8xf32>, %r: tensor<2xf32>, %t: tensor<i1>) {
+  // expected-error @+1 {{ratio must hold one element, got 'tensor<2xf32>'}}
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<2x8xf32>, tensor<2xf32>, tensor<i1>) -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  return
+}
+
+// -----
+
+// Dropout: training_mode is a bool.
+func.func @dropout_training_mode(%x: tensor<2x8xf32>, %r: tensor<f32>, %t: tensor<f32>) {
+  // expected-error @+1 {{training_mode must be a bool (i1) tensor, got 'f32'}}
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<2x8xf32>, tensor<f32>, tensor<f32>) -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  return
+}
+
+// -----
+
+// Dropout: the mask has the input's shape.
+func.func @dropout_mask_shape(%x: tensor<2x8xf32>, %r: tensor<f32>, %t: tensor<i1>) {
+  // expected-error @+1 {{shape mismatch: data is 'tensor<2x8xf32>' but mask is 'tensor<2x4xi1>'}}
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<2x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x8xf32>, tensor<2x4xi1>)
+  return
+}
+
+// -----
+
+// DropoutGrad: the mask is a bool tensor.
+func.func @dropout_grad_mask_type(%dy: tensor<2x8xf32>, %m: tensor<2x8xf32>, %none: none) {
+  // expected-error @+1 {{mask must be a bool (i1) tensor, got 'f32'}}
+  %dx = onnx.DropoutGrad(%dy, %m, %none, %none) : (tensor<2x8xf32>, tensor<2x8xf32>, none, none) -> tensor<2x8xf32>
+  return
+}

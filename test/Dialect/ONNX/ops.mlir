@@ -48,3 +48,15 @@ func.func @reshape_constant(%x: tensor<2x3x4xf32>) -> tensor<2x12xf32> {
     }
   }
 #-}
+
+// Dropout with its mask and DropoutGrad (ratio and training_mode are
+// one-element inputs; absent ones are none).
+// CHECK-LABEL: func.func @dropout
+func.func @dropout(%x: tensor<?x16xf32>, %r: tensor<f32>, %t: tensor<i1>, %dy: tensor<?x16xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  // CHECK: onnx.Dropout(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x16xf32>, tensor<f32>, tensor<i1>) -> (tensor<?x16xf32>, tensor<?x16xi1>)
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<?x16xf32>, tensor<f32>, tensor<i1>) -> (tensor<?x16xf32>, tensor<?x16xi1>)
+  %none = onnx.NoValue
+  // CHECK: onnx.DropoutGrad(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x16xf32>, tensor<?x16xi1>, none, none) -> tensor<?x16xf32>
+  %dx = onnx.DropoutGrad(%dy, %m, %none, %none) : (tensor<?x16xf32>, tensor<?x16xi1>, none, none) -> tensor<?x16xf32>
+  return %y, %dx : tensor<?x16xf32>, tensor<?x16xf32>
+}

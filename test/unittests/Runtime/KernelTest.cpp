@@ -2,6 +2,7 @@
 
 #include "TestUtil.h"
 #include "comet/runtime/alloc.h"
+#include "comet/runtime/handles.h"
 
 #include <limits>
 #include <memory>
@@ -642,3 +643,90 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Dropout and DropoutGrad (with the mask as a 1-bit handle).
+//===----------------------------------------------------------------------===//
+
+TEST(Dropout, MaskDensityScalingAndSeed) {
+  comet_rt_context *ctx = comet_rt_context_create();
+  F x = randomF({8, 1000}, 51, 0.5f, 1.5f), y(x.dims), ratio({1}, 0.25f);
+  B train({1}, 1), mask(x.dims);
+  comet_rt_context_set_seed(ctx, 3);
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &ratio, &train, &y, &mask));
+  int64_t kept = 0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    ASSERT_TRUE(mask[i] == 0 || mask[i] == 1);
+    kept += mask[i];
+    // Kept elements are scaled by 1 / (1 - ratio), dropped ones are 0.
+    EXPECT_EQ(y[i], mask[i] ? x[i] * (1.0f / 0.75f) : 0.0f) << i;
+  }
+  // 8000 Bernoulli(0.75) draws: the density is within 5 sigma of 0.75.
+  double density = double(kept) / x.size();
+  EXPECT_NEAR(density, 0.75, 5 * std::sqrt(0.75 * 0.25 / x.size()));
+
+  // The next call continues the stream; the same seed restarts it.
+  B mask2(x.dims), mask3(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &ratio, &train, &y, &mask2));
+  EXPECT_NE(mask.v, mask2.v);
+  comet_rt_context_set_seed(ctx, 3);
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &ratio, &train, &y, &mask3));
+  EXPECT_EQ(mask.v, mask3.v);
+  // Another context has its own stream: seed 4 gives other masks.
+  comet_rt_context *other = comet_rt_context_create();
+  comet_rt_context_set_seed(other, 4);
+  B mask4(x.dims);
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_dropout(other, &x, &ratio, &train, &y, &mask4));
+  EXPECT_NE(mask.v, mask4.v);
+  comet_rt_context_destroy(other);
+
+  // Inference (training_mode absent or false): Y = X and an all-true mask.
+  B off({1}, 0);
+  F n = none();
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &ratio, &off, &y, &mask));
+  EXPECT_EQ(y.v, x.v);
+  EXPECT_EQ(mask.v, std::vector<uint8_t>(x.size(), 1));
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &n, &n, &y, &n));
+  EXPECT_EQ(y.v, x.v);
+
+  // A ratio outside [0, 1) is an error.
+  F one({1}, 1.0f);
+  EXPECT_NE(_mlir_ciface_comet_rt_dropout(ctx, &x, &one, &train, &y, &mask),
+            COMET_RT_SUCCESS);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("ratio must lie in"),
+            std::string::npos);
+  comet_rt_context_destroy(ctx);
+}
+
+TEST(DropoutGrad, MatchesReferenceAndMaskHandle) {
+  comet_rt_context *ctx = comet_rt_context_create();
+  F dy = randomF({4, 37}, 61), dx(dy.dims), dx2(dy.dims), ratio({1}, 0.1f);
+  B train({1}, 1), mask(dy.dims);
+  std::mt19937 g(5);
+  for (auto &m : mask.v)
+    m = g() % 4 != 0;
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_dropout_grad(ctx, &dy, &mask, &ratio, &train, &dx));
+  for (int64_t i = 0; i < dy.size(); ++i)
+    EXPECT_EQ(dx[i], mask[i] ? dy[i] * (1.0f / 0.9f) : 0.0f) << i;
+
+  // The same from a 1-bit mask handle (compress_i1): bit for bit.
+  int64_t h = _mlir_ciface_comet_rt_compress_i1(ctx, &mask, 0);
+  ASSERT_NE(h, 0) << comet_rt_handles_last_error();
+  EXPECT_LE(comet_rt_handle_bytes(h), 256 + (dy.size() + 7) / 8);
+  ASSERT_EQ(_mlir_ciface_comet_rt_dropout_grad_mask(ctx, &dy, h, &ratio, &train,
+                                                    &dx2),
+            COMET_RT_SUCCESS)
+      << comet_rt_handles_last_error();
+  EXPECT_EQ(dx.v, dx2.v);
+  _mlir_ciface_comet_rt_handle_free(ctx, h);
+
+  // Without training mode dX = dY.
+  B off({1}, 0);
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_dropout_grad(ctx, &dy, &mask, &ratio, &off, &dx));
+  EXPECT_EQ(dx.v, dy.v);
+  comet_rt_context_destroy(ctx);
+}
+

@@ -627,3 +627,37 @@ LogicalResult SGDOptimizerV2Op::verify() {
 
 #define GET_OP_CLASSES
 #include "comet/Dialect/ONNX/IR/ONNXOps.cpp.inc"
+
+/// Dropout's optional ratio (one f32 element) and training_mode (one bool).
+static LogicalResult checkDropoutInputs(Operation *op, Value ratio,
+                                        Value trainingMode) {
+  if (!isa<NoneType>(ratio.getType()) &&
+      (failed(checkFloat(op, ratio, "ratio")) ||
+       failed(checkOneElement(op, ratio, "ratio"))))
+    return failure();
+  if (isa<NoneType>(trainingMode.getType()))
+    return success();
+  return checkFlag(op, trainingMode, "training_mode");
+}
+
+LogicalResult DropoutOp::verify() {
+  if (failed(checkFloat(*this, getData(), "data")) ||
+      failed(checkSameElementType(
+          *this, {{getData(), "data"}, {getOutput(), "output"}})) ||
+      failed(checkDropoutInputs(*this, getRatio(), getTrainingMode())))
+    return failure();
+  if (isa<NoneType>(getMask().getType()))
+    return success();
+  if (Type t = elementTypeOf(getMask()); t && !t.isInteger(1))
+    return emitOpError() << "mask must be a bool (i1) tensor, got " << t;
+  return checkCompatibleShapes(*this, getData(), "data", getMask(), "mask");
+}
+
+LogicalResult DropoutGradOp::verify() {
+  if (failed(checkFloat(*this, getDY(), "dY")) ||
+      failed(checkDropoutInputs(*this, getRatio(), getTrainingMode())))
+    return failure();
+  if (Type t = elementTypeOf(getMask()); t && !t.isInteger(1))
+    return emitOpError() << "mask must be a bool (i1) tensor, got " << t;
+  return checkCompatibleShapes(*this, getDY(), "dY", getMask(), "mask");
+}

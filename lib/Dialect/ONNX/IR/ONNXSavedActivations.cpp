@@ -140,7 +140,8 @@ std::optional<double> MatMulOp::getSummedTerms(int64_t dynamicDimSize) {
 }
 
 //===----------------------------------------------------------------------===//
-// ReluGrad(dY, X) and MaxPoolGrad(dY, Indices): no weight gradient.
+// ReluGrad(dY, X), DropoutGrad(dY, mask, ...) and MaxPoolGrad(dY, Indices):
+// no weight gradient.
 //===----------------------------------------------------------------------===//
 
 std::optional<SavedActivationKind>
@@ -154,5 +155,12 @@ std::optional<SavedActivationKind>
 MaxPoolGradOp::getSavedActivationKind(unsigned operandNumber) {
   if (operandNumber == 1)
     return SavedActivationKind::PoolIndices;
+  return std::nullopt;
+}
+
+std::optional<SavedActivationKind>
+DropoutGradOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::ReluMask;
   return std::nullopt;
 }

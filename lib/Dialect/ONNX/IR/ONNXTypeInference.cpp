@@ -483,3 +483,16 @@ LogicalResult SGDOptimizerV2Op::inferResultTypes(SmallVectorImpl<Type> &types) {
   types[2] = sameAs(getMomentums());
   return success();
 }
+
+LogicalResult DropoutOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getData());
+  types[1] = tensorOf(shapeOf(getData()), IntegerType::get(getContext(), 1));
+  return success();
+}
+
+LogicalResult DropoutGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getDY());
+  return success();
+}
