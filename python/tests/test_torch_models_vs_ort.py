@@ -1,7 +1,8 @@
 """One training step of the PyTorch-exported models (cnn, resnet18,
 mobilenet_v2) through comet-train against ONNX Runtime on the same
 training_model.onnx: the loss and every parameter gradient must agree
-within 1e-4 relative (max |comet - ort| / max |ort| per tensor).
+within 1e-4 relative (max |comet - ort| / max |ort| per tensor; 1e-3 for
+mobilenet_v2's gradients, see MODEL_TOL).
 
 ONNX Runtime's Dropout draws its own random numbers, which COMET cannot
 reproduce. comet-train --dump-grads writes COMET's masks; the ORT side
@@ -35,6 +36,12 @@ EXPORT_PY = pathlib.Path(os.environ.get("COMET_EXPORT_PYTHON",
                                         ROOT / ".venv-export" / "bin" / "python"))
 BATCH = 8
 TOL = 1e-4
+# mobilenet_v2 (52 BatchNorms, depthwise convolutions) amplifies float32
+# summation order: COMET against itself with OMP_NUM_THREADS=1 and 3 differs
+# by up to 3.9e-4 (features.0.1.weight, an early BatchNorm scale whose
+# gradient is a sum with heavy cancellation), so ORT's order cannot be met
+# at 1e-4 there; its tensors are held to 1e-3 (measured worst: 3.4e-4).
+MODEL_TOL = {"mobilenet_v2": 1e-3}
 # A gradient below this fraction of the model's largest is zero in exact
 # arithmetic (rounding residue is ~1e-6 of it).
 ZERO = 1e-5
@@ -142,7 +149,7 @@ def comet_step(d: pathlib.Path, tmp_path, seed=0):
     return images, labels, out, masks
 
 
-@pytest.mark.parametrize("name", ["cnn"])
+@pytest.mark.parametrize("name", ["cnn", "resnet18", "mobilenet_v2"])
 def test_one_step_matches_ort(name, tmp_path):
     d = model_dir(name)
     images, labels, out, raw_masks = comet_step(d, tmp_path)
@@ -173,8 +180,10 @@ def test_one_step_matches_ort(name, tmp_path):
     print(f"{name}: loss {loss:.6f} (ORT {loss_ref:.6f}), max relative diff "
           f"{diffs[worst]:.2e} ({worst}); {len(zero)} zero gradients")
     assert len(diffs) > 1
+    tol = MODEL_TOL.get(name, TOL)
+    assert diffs["loss"] <= TOL
     for k, v in diffs.items():
-        assert v <= TOL, f"{name}: {k} differs by {v:.3e} relative"
+        assert v <= tol, f"{name}: {k} differs by {v:.3e} relative"
     for k, v in zero.items():
         assert v < ZERO, f"{name}: {k} should be ~0, is {v:.3e} of the largest gradient"
 

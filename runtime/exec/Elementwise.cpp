@@ -158,6 +158,128 @@ int32_t _mlir_ciface_comet_rt_add(comet_rt_context *ctx, comet_rt_memref *am,
   return ok();
 }
 
+} // extern "C"
+
+/// Y[i] = f(A[ia], B[ib]) with numpy broadcasting, Y exactly the broadcast
+/// shape; eltA/eltB/eltY are the element sizes.
+template <typename TA, typename TB, typename TY, typename F>
+static int32_t broadcastBinary(const char *op, comet_rt_memref *am,
+                               comet_rt_memref *bm, comet_rt_memref *ym, F f) {
+  Tensor a, b, y;
+  COMET_RT_TRY(view(am, sizeof(TA), op, a));
+  COMET_RT_TRY(view(bm, sizeof(TB), op, b));
+  COMET_RT_TRY(view(ym, sizeof(TY), op, y));
+  std::vector<int64_t> want, sa, sb;
+  COMET_RT_CHECK(broadcastShape(a.dims, b.dims, want) && want == y.dims, op,
+                 ": A ", shapeStr(a.dims), " and B ", shapeStr(b.dims),
+                 " do not broadcast to Y ", shapeStr(y.dims));
+  broadcastStrides(a.dims, y.dims, sa);
+  broadcastStrides(b.dims, y.dims, sb);
+  const TA *pa = a.as<TA>();
+  const TB *pb = b.as<TB>();
+  TY *py = y.as<TY>();
+  int64_t n = y.numel();
+  if (a.dims == y.dims && b.dims == y.dims) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i)
+      py[i] = f(pa[i], pb[i]);
+    return ok();
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    py[i] = f(pa[bcastOffset(i, y.dims, sa)], pb[bcastOffset(i, y.dims, sb)]);
+  return ok();
+}
+
+extern "C" {
+
+int32_t _mlir_ciface_comet_rt_binary(comet_rt_context *, comet_rt_memref *am,
+                                     comet_rt_memref *bm, comet_rt_memref *ym,
+                                     int64_t op) {
+  switch (op) {
+  case COMET_RT_BINARY_SUB:
+    return broadcastBinary<float, float, float>(
+        "binary sub", am, bm, ym, [](float x, float z) { return x - z; });
+  case COMET_RT_BINARY_MUL:
+    return broadcastBinary<float, float, float>(
+        "binary mul", am, bm, ym, [](float x, float z) { return x * z; });
+  case COMET_RT_BINARY_DIV:
+    return broadcastBinary<float, float, float>(
+        "binary div", am, bm, ym, [](float x, float z) { return x / z; });
+  }
+  return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+              "binary: unknown op " + std::to_string(op));
+}
+
+int32_t _mlir_ciface_comet_rt_compare(comet_rt_context *, comet_rt_memref *am,
+                                      comet_rt_memref *bm, comet_rt_memref *ym,
+                                      int64_t predicate) {
+  switch (predicate) {
+  case COMET_RT_COMPARE_GE:
+    return broadcastBinary<float, float, uint8_t>(
+        "compare >=", am, bm, ym,
+        [](float x, float z) { return uint8_t(x >= z); });
+  case COMET_RT_COMPARE_LE:
+    return broadcastBinary<float, float, uint8_t>(
+        "compare <=", am, bm, ym,
+        [](float x, float z) { return uint8_t(x <= z); });
+  }
+  return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+              "compare: unknown predicate " + std::to_string(predicate));
+}
+
+int32_t _mlir_ciface_comet_rt_and_i1(comet_rt_context *, comet_rt_memref *am,
+                                     comet_rt_memref *bm, comet_rt_memref *ym) {
+  return broadcastBinary<uint8_t, uint8_t, uint8_t>(
+      "and", am, bm, ym,
+      [](uint8_t x, uint8_t z) { return uint8_t(x != 0 && z != 0); });
+}
+
+int32_t _mlir_ciface_comet_rt_cast_i1_f32(comet_rt_context *,
+                                          comet_rt_memref *xm,
+                                          comet_rt_memref *ym) {
+  Tensor x, y;
+  COMET_RT_TRY(view(xm, 1, "cast X", x));
+  COMET_RT_TRY(view(ym, 4, "cast Y", y));
+  COMET_RT_CHECK(x.dims == y.dims, "cast: X ", shapeStr(x.dims), " and Y ",
+                 shapeStr(y.dims), " differ");
+  const uint8_t *px = x.as<uint8_t>();
+  float *py = y.f();
+  int64_t n = y.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    py[i] = px[i] ? 1.0f : 0.0f;
+  return ok();
+}
+
+int32_t _mlir_ciface_comet_rt_clip(comet_rt_context *, comet_rt_memref *xm,
+                                   comet_rt_memref *minm, comet_rt_memref *maxm,
+                                   comet_rt_memref *ym) {
+  Tensor x, lo, hi, y;
+  COMET_RT_TRY(view(xm, 4, "clip X", x));
+  COMET_RT_TRY(view(minm, 4, "clip min", lo, /*optional=*/true));
+  COMET_RT_TRY(view(maxm, 4, "clip max", hi, /*optional=*/true));
+  COMET_RT_TRY(view(ym, 4, "clip Y", y));
+  COMET_RT_CHECK(x.dims == y.dims, "clip: X ", shapeStr(x.dims), " and Y ",
+                 shapeStr(y.dims), " differ");
+  float a = -INFINITY, b = INFINITY;
+  if (lo.present)
+    COMET_RT_TRY(scalar("clip: min", lo, a));
+  if (hi.present)
+    COMET_RT_TRY(scalar("clip: max", hi, b));
+  const float *px = x.f();
+  float *py = y.f();
+  int64_t n = y.numel();
+  // ONNX: min(max(x, min), max), so max wins when min > max; NaN stays.
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    float v = px[i];
+    v = v < a ? a : v;
+    py[i] = v > b ? b : v;
+  }
+  return ok();
+}
+
 int32_t _mlir_ciface_comet_rt_expand(comet_rt_context *ctx, comet_rt_memref *xm,
                                      comet_rt_memref *sm, comet_rt_memref *ym) {
   Tensor x, s, y;

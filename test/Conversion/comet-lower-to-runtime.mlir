@@ -162,3 +162,26 @@ func.func @dropout(%x: tensor<2x8xf32>, %r: tensor<f32>, %t: tensor<i1>, %dy: te
   %dx = onnx.DropoutGrad(%dy, %m, %r, %t) : (tensor<2x8xf32>, tensor<2x8xi1>, tensor<f32>, tensor<i1>) -> tensor<2x8xf32>
   return %y, %dx : tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// ReLU6 and its gradient: Clip, the compares (predicates 0 = >=, 1 = <=),
+// And, Cast from bool and Mul (binary op 1).
+// CHECK-LABEL: func.func @clip_grad(
+// CHECK: call @comet_rt_clip(%arg0,
+// CHECK: %[[GE:.*]] = arith.constant 0 : i64
+// CHECK: call @comet_rt_compare(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[GE]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xi1>, i64) -> i32
+// CHECK: %[[LE:.*]] = arith.constant 1 : i64
+// CHECK: call @comet_rt_compare(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[LE]])
+// CHECK: call @comet_rt_and_i1(
+// CHECK: call @comet_rt_cast_i1_f32(
+// CHECK: call @comet_rt_binary(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[LE]])
+func.func @clip_grad(%x: tensor<2x8xf32>, %lo: tensor<f32>, %hi: tensor<f32>, %dy: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %y = onnx.Clip(%x, %lo, %hi) : (tensor<2x8xf32>, tensor<f32>, tensor<f32>) -> tensor<2x8xf32>
+  %ge = onnx.GreaterOrEqual(%x, %lo) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xi1>
+  %le = onnx.LessOrEqual(%x, %hi) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xi1>
+  %m = onnx.And(%ge, %le) : (tensor<2x8xi1>, tensor<2x8xi1>) -> tensor<2x8xi1>
+  %f = onnx.Cast(%m) {to = 1 : i64} : (tensor<2x8xi1>) -> tensor<2x8xf32>
+  %dx = onnx.Mul(%dy, %f) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y, %dx : tensor<2x8xf32>, tensor<2x8xf32>
+}

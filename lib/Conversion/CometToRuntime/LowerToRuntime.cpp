@@ -13,6 +13,7 @@
 #include "comet/Conversion/RuntimeABI.h"
 #include "comet/Dialect/Comet/IR/CometOps.h"
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
+#include "comet/runtime/abi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -606,6 +607,42 @@ LogicalResult FuncLowering::lower(Operation *op) {
       })
       .Case<AddOp>([&](AddOp) {
         return call(Fn::add, {in(0), in(1), res(0)});
+      })
+      .Case<SubOp>([&](SubOp) {
+        return call(Fn::binary,
+                    {in(0), in(1), res(0), i64c(COMET_RT_BINARY_SUB)});
+      })
+      .Case<MulOp>([&](MulOp) {
+        return call(Fn::binary,
+                    {in(0), in(1), res(0), i64c(COMET_RT_BINARY_MUL)});
+      })
+      .Case<DivOp>([&](DivOp) {
+        return call(Fn::binary,
+                    {in(0), in(1), res(0), i64c(COMET_RT_BINARY_DIV)});
+      })
+      .Case<GreaterOrEqualOp>([&](GreaterOrEqualOp) {
+        return call(Fn::compare,
+                    {in(0), in(1), res(0), i64c(COMET_RT_COMPARE_GE)});
+      })
+      .Case<LessOrEqualOp>([&](LessOrEqualOp) {
+        return call(Fn::compare,
+                    {in(0), in(1), res(0), i64c(COMET_RT_COMPARE_LE)});
+      })
+      .Case<AndOp>([&](AndOp) {
+        return call(Fn::and_i1, {in(0), in(1), res(0)});
+      })
+      .Case<CastOp>([&](CastOp o) -> LogicalResult {
+        Type from = cast<ShapedType>(o.getInput().getType()).getElementType();
+        Type to = cast<ShapedType>(o.getOutput().getType()).getElementType();
+        if (from.isInteger(1) && to.isF32())
+          return call(Fn::cast_i1_f32, {in(0), res(0)});
+        if (from == to && to.isF32())
+          return call(Fn::identity, {in(0), res(0)});
+        return o.emitError("comet-lower-to-runtime: Cast from ")
+               << from << " to " << to << " is not supported";
+      })
+      .Case<ClipOp>([&](ClipOp) {
+        return call(Fn::clip, {in(0), in(1), in(2), res(0)});
       })
       .Case<SumOp>([&](SumOp o) -> LogicalResult {
         unsigned n = o.getNumOperands();

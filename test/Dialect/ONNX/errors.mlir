@@ -313,3 +313,39 @@ func.func @dropout_grad_mask_type(%dy: tensor<2x8xf32>, %m: tensor<2x8xf32>, %no
   %dx = onnx.DropoutGrad(%dy, %m, %none, %none) : (tensor<2x8xf32>, tensor<2x8xf32>, none, none) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+// Clip: min is one element.
+func.func @clip_min(%x: tensor<2x8xf32>, %lo: tensor<2xf32>, %none: none) {
+  // expected-error @+1 {{min must hold one element, got 'tensor<2xf32>'}}
+  %y = onnx.Clip(%x, %lo, %none) : (tensor<2x8xf32>, tensor<2xf32>, none) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// GreaterOrEqual: the result is bool.
+func.func @compare_result(%a: tensor<2x8xf32>, %b: tensor<f32>) {
+  // expected-error @+1 {{result must be a bool (i1) tensor, got 'f32'}}
+  %c = onnx.GreaterOrEqual(%a, %b) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// LessOrEqual: the operands broadcast.
+func.func @compare_broadcast(%a: tensor<2x8xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{operands 'tensor<2x8xf32>' and 'tensor<3xf32>' do not broadcast}}
+  %c = onnx.LessOrEqual(%a, %b) : (tensor<2x8xf32>, tensor<3xf32>) -> tensor<2x8xi1>
+  return
+}
+
+// -----
+
+// And: the operands are bool.
+func.func @and_operands(%a: tensor<2xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{A must be a bool (i1) tensor, got 'f32'}}
+  %c = onnx.And(%a, %b) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+  return
+}

@@ -645,8 +645,71 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Dropout and DropoutGrad (with the mask as a 1-bit handle).
+// Ops of the PyTorch-exported models: grouped/depthwise ConvGrad, Dropout,
+// Clip and the Clip gradient's compare/And/Cast/Mul.
 //===----------------------------------------------------------------------===//
+
+namespace {
+
+/// <dY, conv(e_k)> for every unit vector e_k of X and of W: the adjoint of
+/// the naive forward, so dX and dW follow from it by brute force.
+void adjointConvGrad(const F &x, const F &w, const F &dy, ConvP p,
+                     std::vector<double> &wantDx, std::vector<double> &wantDw) {
+  wantDx.assign(x.size(), 0);
+  wantDw.assign(w.size(), 0);
+  for (int64_t k = 0; k < x.size(); ++k) {
+    F e(x.dims);
+    e[k] = 1;
+    auto y = naiveConv(e, w, nullptr, dy.dims, p);
+    for (size_t i = 0; i < y.size(); ++i)
+      wantDx[k] += y[i] * dy.v[i];
+  }
+  for (int64_t k = 0; k < w.size(); ++k) {
+    F e(w.dims);
+    e[k] = 1;
+    auto y = naiveConv(x, e, nullptr, dy.dims, p);
+    for (size_t i = 0; i < y.size(); ++i)
+      wantDw[k] += y[i] * dy.v[i];
+  }
+}
+
+} // namespace
+
+TEST(ConvGrad, GroupedAndDepthwise) {
+  struct Case {
+    std::vector<int64_t> x, w, y;
+    ConvP p;
+  } cases[] = {
+      // Two groups of 2 input and 3 output channels, stride 2.
+      {{2, 4, 7, 7}, {6, 2, 3, 3}, {2, 6, 4, 4}, {2, 2, 1, 1, 1, 1, 1, 1, 2}},
+      // Depthwise, as MobileNetV2 (group = channels, 3x3, pad 1).
+      {{2, 6, 6, 6}, {6, 1, 3, 3}, {2, 6, 6, 6}, {1, 1, 1, 1, 1, 1, 1, 1, 6}},
+      // Depthwise with stride 2.
+      {{1, 5, 8, 8}, {5, 1, 3, 3}, {1, 5, 4, 4}, {2, 2, 1, 1, 1, 1, 1, 1, 5}},
+  };
+  uint32_t seed = 40;
+  for (auto &c : cases) {
+    F x = randomF(c.x, seed++), w = randomF(c.w, seed++),
+      dy = randomF(c.y, seed++), y(c.y), dx(c.x), dw(c.w), db({c.w[0]}),
+      nb = none();
+    ConvP p = c.p;
+    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &nb, &y, p.sH, p.sW,
+                                           p.pT, p.pL, p.pB, p.pR, p.dH, p.dW,
+                                           p.g));
+    expectNear(y.v, naiveConv(x, w, nullptr, c.y, p), 1e-5, "grouped conv");
+    ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &dy, &x, &w, &dx, &dw,
+                                                &db, p.sH, p.sW, p.pT, p.pL,
+                                                p.pB, p.pR, p.dH, p.dW, p.g));
+    std::vector<double> wantDx, wantDw, wantDb(c.w[0], 0.0);
+    adjointConvGrad(x, w, dy, p, wantDx, wantDw);
+    int64_t pix = c.y[2] * c.y[3];
+    for (int64_t i = 0; i < dy.size(); ++i)
+      wantDb[(i / pix) % c.w[0]] += dy[i];
+    expectNear(dx.v, wantDx, 1e-5, "grouped dX");
+    expectNear(dw.v, wantDw, 1e-5, "grouped dW");
+    expectNear(db.v, wantDb, 1e-5, "grouped dB");
+  }
+}
 
 TEST(Dropout, MaskDensityScalingAndSeed) {
   comet_rt_context *ctx = comet_rt_context_create();
@@ -730,3 +793,46 @@ TEST(DropoutGrad, MatchesReferenceAndMaskHandle) {
   comet_rt_context_destroy(ctx);
 }
 
+TEST(ClipGrad, ClipCompareAndCastMul) {
+  // ReLU6 forward and the gradient ORT builds for it:
+  // dX = dY * Cast(And(X >= 0, X <= 6)).
+  F x = randomF({2, 3, 4, 5}, 71, -3, 9), y(x.dims), lo({}, 0.0f), hi({}, 6.0f),
+    n = none();
+  ASSERT_RT(_mlir_ciface_comet_rt_clip(nullptr, &x, &lo, &hi, &y));
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(y[i], std::min(std::max(x[i], 0.0f), 6.0f));
+  ASSERT_RT(_mlir_ciface_comet_rt_clip(nullptr, &x, &n, &hi, &y));
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(y[i], std::min(x[i], 6.0f));
+
+  B ge(x.dims), le(x.dims), both(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_compare(nullptr, &x, &lo, &ge,
+                                          COMET_RT_COMPARE_GE));
+  ASSERT_RT(_mlir_ciface_comet_rt_compare(nullptr, &x, &hi, &le,
+                                          COMET_RT_COMPARE_LE));
+  ASSERT_RT(_mlir_ciface_comet_rt_and_i1(nullptr, &ge, &le, &both));
+  F m(x.dims), dy = randomF(x.dims, 72), dx(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_cast_i1_f32(nullptr, &both, &m));
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_binary(nullptr, &dy, &m, &dx, COMET_RT_BINARY_MUL));
+  for (int64_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(ge[i], x[i] >= 0.0f);
+    EXPECT_EQ(le[i], x[i] <= 6.0f);
+    EXPECT_EQ(dx[i], x[i] >= 0.0f && x[i] <= 6.0f ? dy[i] : 0.0f) << i;
+  }
+
+  // Sub and Div with numpy broadcasting ([2,3,4,5] with [3,1,1]).
+  F c = randomF({3, 1, 1}, 73, 1, 2), out(x.dims);
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_binary(nullptr, &x, &c, &out, COMET_RT_BINARY_SUB));
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(out[i], x[i] - c[(i / 20) % 3]);
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_binary(nullptr, &x, &c, &out, COMET_RT_BINARY_DIV));
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(out[i], x[i] / c[(i / 20) % 3]);
+  F wrong({2, 3});
+  EXPECT_NE(_mlir_ciface_comet_rt_binary(nullptr, &x, &c, &wrong,
+                                         COMET_RT_BINARY_SUB),
+            COMET_RT_SUCCESS);
+}

@@ -38,8 +38,10 @@ static constexpr unsigned kVariadic = ~0u;
 static const OpInfo kOps[] = {
     // op_type, domain, min/max inputs, min/max outputs
     {"Add", "", 2, 2, 1, 1},
+    {"And", "", 2, 2, 1, 1},
     {"BatchNormalization", "", 5, 5, 1, 3},
     {"Cast", "", 1, 1, 1, 1},
+    {"Clip", "", 1, 3, 1, 1},
     {"Constant", "", 0, 0, 1, 1},
     {"Conv", "", 2, 3, 1, 1},
     {"Div", "", 2, 2, 1, 1},
@@ -48,7 +50,9 @@ static const OpInfo kOps[] = {
     {"Flatten", "", 1, 1, 1, 1},
     {"Gemm", "", 2, 3, 1, 1},
     {"GlobalAveragePool", "", 1, 1, 1, 1},
+    {"GreaterOrEqual", "", 2, 2, 1, 1},
     {"Identity", "", 1, 1, 1, 1},
+    {"LessOrEqual", "", 2, 2, 1, 1},
     {"MatMul", "", 2, 2, 1, 1},
     {"MaxPool", "", 1, 1, 1, 2},
     {"MaxPoolGrad", "", 2, 2, 1, 1},

@@ -661,3 +661,40 @@ LogicalResult DropoutGradOp::verify() {
     return emitOpError() << "mask must be a bool (i1) tensor, got " << t;
   return checkCompatibleShapes(*this, getDY(), "dY", getMask(), "mask");
 }
+
+LogicalResult ClipOp::verify() {
+  if (failed(checkFloat(*this, getInput(), "input")) ||
+      failed(checkSameElementType(*this, {{getInput(), "input"},
+                                          {getMin(), "min"},
+                                          {getMax(), "max"},
+                                          {getOutput(), "output"}})))
+    return failure();
+  std::pair<Value, StringRef> bounds[] = {{getMin(), "min"}, {getMax(), "max"}};
+  for (auto [v, name] : bounds)
+    if (!isa<NoneType>(v.getType()) && failed(checkOneElement(*this, v, name)))
+      return failure();
+  return checkCompatibleShapes(*this, getInput(), "input", getOutput(),
+                               "output");
+}
+
+/// Broadcasting operands (all of one element type) and a bool result.
+static LogicalResult verifyBoolResult(Operation *op) {
+  if (Type t = elementTypeOf(op->getResult(0)); t && !t.isInteger(1))
+    return op->emitOpError() << "result must be a bool (i1) tensor, got " << t;
+  auto a = shapeOf(op->getOperand(0)), b = shapeOf(op->getOperand(1));
+  SmallVector<int64_t> out;
+  if (a && b && !broadcastShapes(*a, *b, out))
+    return op->emitOpError()
+           << "operands " << op->getOperand(0).getType() << " and "
+           << op->getOperand(1).getType() << " do not broadcast";
+  return checkSameElementType(
+      op, {{op->getOperand(0), "A"}, {op->getOperand(1), "B"}});
+}
+
+LogicalResult GreaterOrEqualOp::verify() { return verifyBoolResult(*this); }
+LogicalResult LessOrEqualOp::verify() { return verifyBoolResult(*this); }
+LogicalResult AndOp::verify() {
+  if (Type t = elementTypeOf(getA()); t && !t.isInteger(1))
+    return emitOpError() << "A must be a bool (i1) tensor, got " << t;
+  return verifyBoolResult(*this);
+}

@@ -180,6 +180,33 @@ def ONNX_SubOp : ONNX_BinaryOp<"Sub", "A - B">;
 def ONNX_MulOp : ONNX_BinaryOp<"Mul", "A * B">;
 def ONNX_DivOp : ONNX_BinaryOp<"Div", "A / B">;
 
+def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure]> {
+  let description = [{
+    `min` and `max` are optional one-element inputs (ReLU6 is Clip(x, 0, 6)).
+  }];
+  let arguments = (ins ONNX_Tensor:$input, ONNX_OptTensor:$min,
+                       ONNX_OptTensor:$max);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+class ONNX_CompareOp<string mnemonic, string text>
+    : ONNX_Op<mnemonic, "", text # " (bool result) with numpy broadcasting",
+              [Pure]> {
+  let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
+  let results = (outs ONNX_Tensor:$C);
+  let hasVerifier = 1;
+}
+def ONNX_GreaterOrEqualOp : ONNX_CompareOp<"GreaterOrEqual", "A >= B">;
+def ONNX_LessOrEqualOp : ONNX_CompareOp<"LessOrEqual", "A <= B">;
+
+def ONNX_AndOp : ONNX_Op<"And", "",
+    "Logical and of bool tensors with numpy broadcasting", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
+  let results = (outs ONNX_Tensor:$C);
+  let hasVerifier = 1;
+}
+
 def ONNX_SumOp : ONNX_Op<"Sum", "", "Sum of its inputs, with broadcasting", [Pure]> {
   let arguments = (ins Variadic<ONNX_Tensor>:$data_0);
   let results = (outs ONNX_Tensor:$sum);
