@@ -301,6 +301,8 @@ Error Engine::Impl::setupTrainBuffers(const onnx_import::Model &weights) {
       std::memcpy(b->data, t->bytes.data(), b->bytes());
       if (gradOf.count(name))
         trainable.push_back(name);
+      else
+        frozen.push_back(name);
     }
   }
   // Inputs by position: input, labels; then by name.
@@ -358,9 +360,10 @@ void Engine::Impl::returnDropoutMasks(ModuleOp m) {
     // The analysis's name for the second result of the node.
     std::string name = cast<NameLoc>(d.getLoc()).getName().str() + ":1";
     unsigned i = f.getNumResults();
-    f.insertResult(i, d.getMask().getType(),
-                   b.getDictionaryAttr(
-                       b.getNamedAttr("onnx.name", b.getStringAttr(name))));
+    if (failed(f.insertResult(i, d.getMask().getType(),
+                              b.getDictionaryAttr(b.getNamedAttr(
+                                  "onnx.name", b.getStringAttr(name))))))
+      return;
     ret.getOperandsMutable().append(d.getMask());
     maskNames.push_back(name);
   }
@@ -565,6 +568,10 @@ void Engine::resetPeaks() { comet_rt_alloc_reset_peaks(impl->rt.get()); }
 int64_t Engine::batchSize() const { return impl->opts.batchSize; }
 
 std::vector<int64_t> Engine::sampleShape() const { return impl->sampleShape; }
+
+std::vector<std::string> Engine::frozenParameters() const {
+  return impl->frozen;
+}
 
 std::vector<std::string> Engine::trainableParameters() const {
   return impl->trainable;

@@ -103,6 +103,7 @@ struct Engine::Impl {
   llvm::StringMap<std::unique_ptr<Buffer>> buffers;
   std::vector<Buffer *> trainArgs;
   std::vector<std::string> trainable;  // parameters with a gradient buffer
+  std::vector<std::string> frozen;     // parameters without one (BN stats)
   llvm::StringMap<std::string> gradOf; // parameter -> its gradient buffer
   Buffer *input = nullptr, *labels = nullptr, *lazyReset = nullptr,
          *loss = nullptr;

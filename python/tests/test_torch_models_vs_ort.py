@@ -9,7 +9,9 @@ reproduce. comet-train --dump-grads writes COMET's masks; the ORT side
 replaces each Dropout node by Y = X * Cast(mask) / (1 - ratio) with the mask
 a graph input fed COMET's mask, and ORT's own DropoutGrad reads that mask.
 So the forward scaling and DropoutGrad are checked in both directions.
-A gradient that is zero in exact arithmetic (a conv bias that BatchNorm
+The BatchNorm running statistics that the step updates in place must match
+ORT's BatchNormInternal outputs 1 and 2. A gradient that is zero in exact
+arithmetic (a conv bias that BatchNorm
 follows) is rounding residue on both sides; it must stay below 1e-5 of the
 model's largest gradient instead.
 
@@ -99,7 +101,11 @@ def ort_step(d: pathlib.Path, images, labels, masks):
     for node in model.graph.node:
         if node.op_type == "InPlaceAccumulatorV2":
             grads[node.input[0][: -len(BUFFER)]] = node.input[1]
-    for name in grads.values():
+    # BatchNormInternal's updated running statistics (outputs 1, 2) belong
+    # to its running_mean/running_var inputs (3, 4).
+    stats = {n.input[k + 2]: n.output[k] for n in model.graph.node
+             if n.op_type == "BatchNormInternal" for k in (1, 2)}
+    for name in list(grads.values()) + list(stats.values()):
         model.graph.output.append(helper.make_empty_tensor_value_info(name))
     weights = {t.name: numpy_helper.to_array(t)
                for t in onnx.load(str(d / "model.onnx")).graph.initializer}
@@ -123,8 +129,10 @@ def ort_step(d: pathlib.Path, images, labels, masks):
     so.log_severity_level = 3
     sess = ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
-    outs = sess.run([model.graph.output[0].name] + list(grads.values()), feeds)
-    return float(outs[0]), dict(zip(grads.keys(), outs[1:]))
+    outs = sess.run([model.graph.output[0].name] + list(grads.values())
+                    + list(stats.values()), feeds)
+    g = dict(zip(grads.keys(), outs[1:1 + len(grads)]))
+    return float(outs[0]), g, dict(zip(stats.keys(), outs[1 + len(grads):]))
 
 
 def rel(a, b):
@@ -162,7 +170,7 @@ def test_one_step_matches_ort(name, tmp_path):
         m = raw_masks[f"{n.name}:1"]
         assert set(np.unique(m)) <= {0, 1}
         masks[n.output[1]] = m.astype(bool).reshape(BATCH, -1)
-    loss_ref, grads_ref = ort_step(d, images, labels, masks)
+    loss_ref, grads_ref, stats_ref = ort_step(d, images, labels, masks)
     loss = float(np.fromfile(out / "loss.bin", dtype=np.float32)[0])
     diffs = {"loss": abs(loss - loss_ref) / abs(loss_ref)}
     largest = max(float(np.max(np.abs(g))) for g in grads_ref.values())
@@ -186,6 +194,18 @@ def test_one_step_matches_ort(name, tmp_path):
         assert v <= tol, f"{name}: {k} differs by {v:.3e} relative"
     for k, v in zero.items():
         assert v < ZERO, f"{name}: {k} should be ~0, is {v:.3e} of the largest gradient"
+    # The step updated each running statistic in place, as ORT's
+    # BatchNormInternal computes it (momentum 0.9, unbiased variance).
+    # A running mean whose batch mean is zero in exact arithmetic (a conv
+    # of a zero-mean BatchNorm output) is residue, held to ZERO as above.
+    assert stats_ref
+    top = max(float(np.max(np.abs(v))) for v in stats_ref.values())
+    for k, ref in stats_ref.items():
+        got = np.fromfile(out / f"{k}.param.bin", dtype=np.float32).reshape(ref.shape)
+        if float(np.max(np.abs(ref))) < ZERO * top:
+            assert float(np.max(np.abs(got))) < ZERO * top, k
+        else:
+            assert rel(got, ref) <= TOL, f"{name}: running statistic {k} differs"
 
 def test_dropout_masks_follow_the_seed(tmp_path):
     """The cnn's mask (ratio 0.25) keeps about 3/4 of the elements, the same

@@ -113,7 +113,9 @@ static cl::opt<std::string> dumpIR("dump-ir",
 static cl::opt<std::string> dumpGrads(
     "dump-grads",
     cl::desc("Run one training-graph step on --inputs/--labels and write "
-             "loss.bin and <param>.grad.bin (raw f32) to this directory, "
+             "loss.bin, <param>.grad.bin and, for frozen parameters (BatchNorm "
+             "running statistics), <param>.param.bin (raw f32) to this "
+             "directory, "
              "and each Dropout mask as mask<i>.bin (a byte per element; "
              "masks.json maps '<Dropout node>:1' to its file)"),
     cl::init(""), cl::cat(cat));
@@ -244,6 +246,12 @@ static int runDumpGrads(comet::Engine &engine) {
   for (const std::string &p : engine.trainableParameters()) {
     ArrayRef<float> g = engine.gradient(p);
     if (!writeRaw(dumpGrads + "/" + p + ".grad.bin", g.data(), g.size() * 4))
+      return fail("cannot write to " + dumpGrads);
+  }
+  // Frozen parameters (BatchNorm running statistics) after the step.
+  for (const std::string &p : engine.frozenParameters()) {
+    ArrayRef<float> v = engine.parameter(p);
+    if (!writeRaw(dumpGrads + "/" + p + ".param.bin", v.data(), v.size() * 4))
       return fail("cannot write to " + dumpGrads);
   }
   json::Object index;

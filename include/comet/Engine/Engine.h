@@ -167,6 +167,9 @@ public:
   std::vector<int64_t> sampleShape() const;
   /// Trainable parameters (those with a gradient buffer), in graph order.
   std::vector<std::string> trainableParameters() const;
+  /// Parameters without a gradient buffer, in graph order: BatchNorm
+  /// running statistics, which the training step updates in place.
+  std::vector<std::string> frozenParameters() const;
   /// A parameter's or gradient buffer's data (empty if unknown).
   llvm::ArrayRef<float> parameter(llvm::StringRef name) const;
   llvm::ArrayRef<float> gradient(llvm::StringRef name) const;
