@@ -185,3 +185,19 @@ func.func @clip_grad(%x: tensor<2x8xf32>, %lo: tensor<f32>, %hi: tensor<f32>, %d
   %dx = onnx.Mul(%dy, %f) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   return %y, %dx : tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// A returned value whose dynamic dim is not the batch (the attention
+// dropout's mask: batch x heads = 2 x 4 rows) takes its refined type, not
+// the batch fallback.
+// CHECK-LABEL: func.func @returned_heads(
+// CHECK-SAME: memref<8x3xf32> {comet.result = 0 : i64}, %{{.*}}: memref<8x3xi1> {comet.result = 1 : i64}
+func.func @returned_heads(%x: tensor<?x4x3xf32>) -> (tensor<?x3xf32>, tensor<?x3xi1>) {
+  %s = onnx.Initializer "s" dense<[-1, 3]> : tensor<2xi64>
+  %y = onnx.Reshape(%x, %s) : (tensor<?x4x3xf32>, tensor<2xi64>) -> tensor<?x3xf32>
+  %r = onnx.Initializer "r" dense<0.5> : tensor<f32>
+  %t = onnx.Initializer "t" dense<true> : tensor<i1>
+  %d, %m = onnx.Dropout(%y, %r, %t) : (tensor<?x3xf32>, tensor<f32>, tensor<i1>) -> (tensor<?x3xf32>, tensor<?x3xi1>)
+  return %d, %m : tensor<?x3xf32>, tensor<?x3xi1>
+}

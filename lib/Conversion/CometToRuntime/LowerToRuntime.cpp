@@ -1065,8 +1065,14 @@ struct LowerToRuntimePass
         SmallVector<Type> ins, outs;
         for (Type t : f.getArgumentTypes())
           ins.push_back(specialize(t, batchSize));
-        for (Type t : f.getResultTypes())
-          outs.push_back(specialize(t, batchSize));
+        // A result takes its returned value's refined type (an attention
+        // tensor's dim is heads x batch), else the batch fallback.
+        Operation *ret = f.getBody().front().getTerminator();
+        for (auto [i, t] : llvm::enumerate(f.getResultTypes())) {
+          auto rt = dyn_cast<RankedTensorType>(ret->getOperand(i).getType());
+          outs.push_back(rt && rt.hasStaticShape() ? Type(rt)
+                                                   : specialize(t, batchSize));
+        }
         f.setFunctionType(FunctionType::get(f.getContext(), ins, outs));
       }
       FuncLowering lowering(f, module, checkErrors);
