@@ -11,6 +11,7 @@
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"
 #include "comet/Import/Checkpoint.h"
+#include "comet/Dialect/ONNX/IR/ONNXOps.h"
 #include "comet/Import/ONNXImporter.h"
 #include "comet/runtime/device.h"
 #include "comet/runtime/handles.h"
@@ -228,6 +229,48 @@ Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
   return Error::success();
 }
 
+void Engine::Impl::returnDropoutMasks(ModuleOp m) {
+  func::FuncOp f = mainFunc(m);
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  SmallVector<onnx::DropoutOp> drops;
+  f.walk([&](onnx::DropoutOp d) {
+    if (!isa<NoneType>(d.getMask().getType()) && isa<NameLoc>(d.getLoc()))
+      drops.push_back(d);
+  });
+  Builder b(f.getContext());
+  for (onnx::DropoutOp d : drops) {
+    // The analysis's name for the second result of the node.
+    std::string name = cast<NameLoc>(d.getLoc()).getName().str() + ":1";
+    unsigned i = f.getNumResults();
+    if (failed(f.insertResult(i, d.getMask().getType(),
+                              b.getDictionaryAttr(b.getNamedAttr(
+                                  "onnx.name", b.getStringAttr(name))))))
+      return;
+    ret.getOperandsMutable().append(d.getMask());
+    maskNames.push_back(name);
+  }
+}
+
+std::vector<std::pair<std::string, ArrayRef<uint8_t>>>
+Engine::dropoutMasks() const {
+  std::vector<std::pair<std::string, ArrayRef<uint8_t>>> out;
+  const Trainer &t = impl->trainer;
+  // Device memory is not host-readable: a CUDA engine shows no masks.
+  if (comet_rt_context_get_device(t.context()) != COMET_RT_DEVICE_CPU)
+    return out;
+  const std::vector<ArgInfo> &args = t.trainEntry().args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].isResult || !llvm::is_contained(impl->maskNames, args[i].name))
+      continue;
+    // The trainer names result buffers by position.
+    if (const Buffer *b = t.buffer("result:" + std::to_string(i)))
+      out.push_back(
+          {args[i].name,
+           ArrayRef(static_cast<const uint8_t *>(b->data), b->bytes())});
+  }
+  return out;
+}
+
 Engine::Engine() : impl(std::make_unique<Impl>()) {}
 Engine::~Engine() = default;
 
@@ -266,7 +309,10 @@ Error Engine::compile(const EngineOptions &options) {
   if (options.batchSize <= 0)
     return err("the batch size must be positive");
   I.opts = options;
+  comet_rt_context_set_seed(I.trainer.context(), options.seed);
   OwningOpRef<ModuleOp> m = I.source->clone();
+  if (options.returnDropoutMasks)
+    I.returnDropoutMasks(*m);
   std::string b = std::to_string(options.batchSize);
   if (options.compress != CompressMode::None) {
     if (Error e =
@@ -428,6 +474,10 @@ std::vector<std::string> Engine::trainableParameters() const {
 
 std::vector<std::string> Engine::parameters() const {
   return impl->trainer.parameters();
+}
+
+std::vector<std::string> Engine::frozenParameters() const {
+  return impl->trainer.frozenParameters();
 }
 
 static llvm::ArrayRef<float> floatsOf(const Trainer &t, const Buffer *b) {

@@ -65,6 +65,8 @@ struct Engine::Impl {
   /// The lowered graphs (LLVM dialect) and, with opts.jit, their JITs.
   mlir::OwningOpRef<mlir::ModuleOp> trainLowered, evalLowered;
   std::unique_ptr<mlir::ExecutionEngine> trainJit, evalJit;
+  /// The names of the Dropout masks returnDropoutMasks() made results.
+  std::vector<std::string> maskNames;
 
   Impl();
 
@@ -72,6 +74,8 @@ struct Engine::Impl {
   loadModule(llvm::StringRef file);
   llvm::Error runPipeline(mlir::ModuleOp m, llvm::StringRef pipeline);
   static mlir::func::FuncOp mainFunc(mlir::ModuleOp m);
+  /// Appends each Dropout mask to the main function's results.
+  void returnDropoutMasks(mlir::ModuleOp m);
   /// Lowers `m` (batch size `batch`) to the LLVM dialect and, with
   /// opts.jit, JIT-compiles it; fills the entry's signature and entry
   /// point. `sites` receives the compress sites when non-null.

@@ -2,6 +2,7 @@
 training progress, and clear errors on bad input."""
 import json
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -176,12 +177,11 @@ def test_error_model_leaves_the_training_figures_alone(tmp_path):
 def test_transformer_trains_compressed(tmp_path):
     """The transformer trains on Fashion-MNIST with static compression: its
     saved activations (LayerNorm inputs, attention probabilities, GELU
-    inputs, matmul operands) get sz slots, and the loss falls. Dropout is at
-    ratio 0 (Identity) until COMET has its own Dropout kernel."""
-    from test_engine_vs_ort import without_dropout
+    inputs, matmul operands) get sz slots, its Dropout masks 1-bit mask
+    slots, and the loss falls."""
+    # The training graph alone: its eval graph does not import yet.
     src = os.path.join(MODELS, "transformer")
-    m = without_dropout(onnx.load(os.path.join(src, "training_model.onnx")))
-    onnx.save(m, str(tmp_path / "training_model.onnx"))
+    shutil.copy(model("transformer"), tmp_path / "training_model.onnx")
     rep = tmp_path / "r.json"
     run(tmp_path / "training_model.onnx", "--weights",
         os.path.join(src, "model.onnx"), "--data", "fashion-mnist",
@@ -193,3 +193,6 @@ def test_transformer_trains_compressed(tmp_path):
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.2, losses
     assert r["activation_bytes_compressed"] < r["activation_bytes_uncompressed"]
     assert any(s["codec"] == "sz" for s in r["slots"])
+    # The analysis names each mask <Dropout node>:1; all 8 are 1-bit.
+    masks = [s for s in r["slots"] if s["value"].endswith("Dropout:1")]
+    assert len(masks) == 8 and all(s["codec"] == "mask" for s in masks), masks

@@ -191,6 +191,8 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
       return e;
     if (gradOf.count(name))
       trainable.push_back(name);
+    else
+      frozen.push_back(name);
   }
   if (dataNames.size() != 1)
     return dataNames.empty()

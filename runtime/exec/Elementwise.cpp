@@ -1,6 +1,7 @@
 //===- Elementwise.cpp - Elementwise glue, accumulators, optimizers -------===//
 //
-// Small OpenMP loops: ReLU and its gradient, broadcasting Add and Expand,
+// Small OpenMP loops: ReLU and its gradient, broadcasting Add/Sub/Mul/Div,
+// comparisons, And, Clip and Expand,
 // Scale, copies, InPlaceAccumulatorV2, and the optimizer updates
 // (AdamWOptimizer, SGDOptimizerV2, SGD with momentum).
 //
@@ -89,22 +90,24 @@ int32_t scalar(const char *what, const Tensor &t, float &v) {
 }
 
 /// Y = f(A, B) with numpy broadcasting; Y must be exactly the broadcast
-/// shape.
-template <typename Fn>
+/// shape. TA, TB and TY are the element types (bool tensors: uint8_t).
+template <typename TA = float, typename TB = float, typename TY = float,
+          typename Fn>
 int32_t binary(const char *op, comet_rt_memref *am, comet_rt_memref *bm,
                comet_rt_memref *ym, Fn f) {
   Tensor a, b, y;
-  COMET_RT_TRY(view(am, 4, concat(op, " A").c_str(), a));
-  COMET_RT_TRY(view(bm, 4, concat(op, " B").c_str(), b));
-  COMET_RT_TRY(view(ym, 4, concat(op, " Y").c_str(), y));
+  COMET_RT_TRY(view(am, sizeof(TA), concat(op, " A").c_str(), a));
+  COMET_RT_TRY(view(bm, sizeof(TB), concat(op, " B").c_str(), b));
+  COMET_RT_TRY(view(ym, sizeof(TY), concat(op, " Y").c_str(), y));
   std::vector<int64_t> want, sa, sb;
   COMET_RT_CHECK(broadcastShape(a.dims, b.dims, want) && want == y.dims, op,
                  ": A ", shapeStr(a.dims), " and B ", shapeStr(b.dims),
                  " do not broadcast to Y ", shapeStr(y.dims));
   broadcastStrides(a.dims, y.dims, sa);
   broadcastStrides(b.dims, y.dims, sb);
-  const float *pa = a.f(), *pb = b.f();
-  float *py = y.f();
+  const TA *pa = a.as<TA>();
+  const TB *pb = b.as<TB>();
+  TY *py = y.as<TY>();
   int64_t n = y.numel();
   if (a.dims == y.dims && b.dims == y.dims) {
 #pragma omp parallel for simd schedule(static)
@@ -113,7 +116,7 @@ int32_t binary(const char *op, comet_rt_memref *am, comet_rt_memref *bm,
     return ok();
   }
   if (b.numel() == 1 && a.dims == y.dims) {
-    float s = pb[0];
+    TB s = pb[0];
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i)
       py[i] = f(pa[i], s);
@@ -167,23 +170,91 @@ int32_t comet_rt_cpu_relu_grad(comet_rt_context *ctx, comet_rt_memref *dym,
 }
 
 int32_t comet_rt_cpu_add(comet_rt_context *ctx, comet_rt_memref *am,
-                                  comet_rt_memref *bm, comet_rt_memref *ym) {
+                         comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("add", am, bm, ym, [](float a, float b) { return a + b; });
 }
 
 int32_t comet_rt_cpu_sub(comet_rt_context *ctx, comet_rt_memref *am,
-                                  comet_rt_memref *bm, comet_rt_memref *ym) {
+                         comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("sub", am, bm, ym, [](float a, float b) { return a - b; });
 }
 
 int32_t comet_rt_cpu_mul(comet_rt_context *ctx, comet_rt_memref *am,
-                                  comet_rt_memref *bm, comet_rt_memref *ym) {
+                         comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("mul", am, bm, ym, [](float a, float b) { return a * b; });
 }
 
 int32_t comet_rt_cpu_div(comet_rt_context *ctx, comet_rt_memref *am,
-                                  comet_rt_memref *bm, comet_rt_memref *ym) {
+                         comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("div", am, bm, ym, [](float a, float b) { return a / b; });
+}
+
+int32_t comet_rt_cpu_compare(comet_rt_context *, comet_rt_memref *am,
+                             comet_rt_memref *bm, comet_rt_memref *ym,
+                             int64_t predicate) {
+  switch (predicate) {
+  case COMET_RT_COMPARE_GE:
+    return binary<float, float, uint8_t>(
+        "compare >=", am, bm, ym,
+        [](float x, float z) { return uint8_t(x >= z); });
+  case COMET_RT_COMPARE_LE:
+    return binary<float, float, uint8_t>(
+        "compare <=", am, bm, ym,
+        [](float x, float z) { return uint8_t(x <= z); });
+  }
+  return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+              "compare: unknown predicate " + std::to_string(predicate));
+}
+
+int32_t comet_rt_cpu_and_i1(comet_rt_context *, comet_rt_memref *am,
+                            comet_rt_memref *bm, comet_rt_memref *ym) {
+  return binary<uint8_t, uint8_t, uint8_t>(
+      "and", am, bm, ym,
+      [](uint8_t x, uint8_t z) { return uint8_t(x != 0 && z != 0); });
+}
+
+int32_t comet_rt_cpu_cast_i1_f32(comet_rt_context *, comet_rt_memref *xm,
+                                 comet_rt_memref *ym) {
+  Tensor x, y;
+  COMET_RT_TRY(view(xm, 1, "cast X", x));
+  COMET_RT_TRY(view(ym, 4, "cast Y", y));
+  COMET_RT_CHECK(x.dims == y.dims, "cast: X ", shapeStr(x.dims), " and Y ",
+                 shapeStr(y.dims), " differ");
+  const uint8_t *px = x.as<uint8_t>();
+  float *py = y.f();
+  int64_t n = y.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    py[i] = px[i] ? 1.0f : 0.0f;
+  return ok();
+}
+
+int32_t comet_rt_cpu_clip(comet_rt_context *, comet_rt_memref *xm,
+                          comet_rt_memref *minm, comet_rt_memref *maxm,
+                          comet_rt_memref *ym) {
+  Tensor x, lo, hi, y;
+  COMET_RT_TRY(view(xm, 4, "clip X", x));
+  COMET_RT_TRY(view(minm, 4, "clip min", lo, /*optional=*/true));
+  COMET_RT_TRY(view(maxm, 4, "clip max", hi, /*optional=*/true));
+  COMET_RT_TRY(view(ym, 4, "clip Y", y));
+  COMET_RT_CHECK(x.dims == y.dims, "clip: X ", shapeStr(x.dims), " and Y ",
+                 shapeStr(y.dims), " differ");
+  float a = -INFINITY, b = INFINITY;
+  if (lo.present)
+    COMET_RT_TRY(scalar("clip: min", lo, a));
+  if (hi.present)
+    COMET_RT_TRY(scalar("clip: max", hi, b));
+  const float *px = x.f();
+  float *py = y.f();
+  int64_t n = y.numel();
+  // ONNX: min(max(x, min), max), so max wins when min > max; NaN stays.
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    float v = px[i];
+    v = v < a ? a : v;
+    py[i] = v > b ? b : v;
+  }
+  return ok();
 }
 
 int32_t comet_rt_cpu_expand(comet_rt_context *ctx, comet_rt_memref *xm,

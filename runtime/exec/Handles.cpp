@@ -8,6 +8,7 @@
 #include "comet/runtime/handles.h"
 #include "Context.h"
 #include "HandlesInternal.h"
+#include "Internal.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/codec.h"
 
@@ -70,7 +71,7 @@ HandleHeader *fromHandle(int64_t h) {
 namespace comet::rt {
 
 int32_t handlesFail(int32_t code, std::string msg) {
-  return fail(code, std::move(msg));
+  return ::fail(code, std::move(msg));
 }
 
 void handlesClearError() { lastError.clear(); }
@@ -78,8 +79,8 @@ void handlesClearError() { lastError.clear(); }
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
                   int64_t slot, int64_t site, double &eb, int64_t &prevOut) {
   if (site < 0 || site > (1 << 20))
-    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                std::string(op) + ": bad site");
+    return ::fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                  std::string(op) + ": bad site");
   SlotTable &t = table(ctx);
   prevOut = 0;
   {
@@ -95,9 +96,9 @@ int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
       prevOut = t.sites[site].last_bytes_out;
   }
   if (codec == COMET_RT_CODEC_SZ && !(eb > 0 && std::isfinite(eb)))
-    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                std::string(op) + ": the bound of site " +
-                    std::to_string(site) + " is not positive and finite");
+    return ::fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                  std::string(op) + ": the bound of site " +
+                      std::to_string(site) + " is not positive and finite");
   return COMET_RT_SUCCESS;
 }
 
@@ -124,18 +125,14 @@ extern "C" {
 
 const char *comet_rt_handles_last_error(void) { return lastError.c_str(); }
 
-int64_t comet_rt_cpu_compress(comet_rt_context *ctx, comet_rt_memref *x,
-                              int32_t codec, int64_t slot, double eb,
-                              int64_t site) {
-  lastError.clear();
-  float *data;
-  int64_t n;
-  std::vector<uint64_t> dims;
-  if (!viewF32(x, data, n, dims)) {
-    fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-         "comet_rt_compress: input is not a contiguous f32 memref");
-    return 0;
-  }
+} // extern "C"
+
+/// comet_rt_compress of n f32 values; bytesIn is the size of the tensor
+/// they stand for (the site statistics' input bytes).
+static int64_t compressF32(comet_rt_context *ctx, const float *data, int64_t n,
+                           const std::vector<uint64_t> &dims, int64_t bytesIn,
+                           int32_t codec, int64_t slot, double eb,
+                           int64_t site) {
   int64_t prevOut = 0;
   if (comet::rt::siteBegin(ctx, "comet_rt_compress", codec, slot, site, eb,
                            prevOut) != COMET_RT_SUCCESS)
@@ -189,10 +186,56 @@ int64_t comet_rt_cpu_compress(comet_rt_context *ctx, comet_rt_memref *x,
   hdr->site = site;
   std::memcpy(hdr + 1, scratch, outSize);
   comet_rt_free(scratch);
-  comet::rt::siteRecord(ctx, site, codec, slot, eb, n * 4,
+  comet::rt::siteRecord(ctx, site, codec, slot, eb, bytesIn,
                         static_cast<int64_t>(total));
   comet::rt::resolve(ctx)->trackStepBlock(hdr, /*isHandle=*/true);
   return static_cast<int64_t>(reinterpret_cast<intptr_t>(hdr));
+}
+
+extern "C" {
+
+int64_t comet_rt_cpu_compress(comet_rt_context *ctx, comet_rt_memref *x,
+                              int32_t codec, int64_t slot, double eb,
+                              int64_t site) {
+  lastError.clear();
+  float *data;
+  int64_t n;
+  std::vector<uint64_t> dims;
+  if (!viewF32(x, data, n, dims)) {
+    fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+         "comet_rt_compress: input is not a contiguous f32 memref");
+    return 0;
+  }
+  return compressF32(ctx, data, n, dims, n * 4, codec, slot, eb, site);
+}
+
+int64_t comet_rt_cpu_compress_i1(comet_rt_context *ctx, comet_rt_memref *x,
+                                 int64_t site) {
+  lastError.clear();
+  void *p;
+  int64_t d[8], n;
+  if (comet_rt_memref_view(x, 1, 8, &p, d, &n)) {
+    fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+         "comet_rt_compress_i1: input is not a contiguous bool memref");
+    return 0;
+  }
+  // The codec reads floats: 1.0 for true, 0.0 for false, counted as
+  // workspace while the stream is built.
+  auto *f = static_cast<float *>(
+      comet_rt_alloc(ctx, std::max<size_t>(1, size_t(n) * sizeof(float)),
+                     COMET_RT_MEM_WORKSPACE));
+  if (!f) {
+    fail(COMET_RT_ERROR_OUT_OF_MEMORY, "comet_rt_compress_i1: out of memory");
+    return 0;
+  }
+  const uint8_t *b = static_cast<const uint8_t *>(p);
+  for (int64_t i = 0; i < n; ++i)
+    f[i] = b[i] ? 1.0f : 0.0f;
+  std::vector<uint64_t> dims(d, d + x->rank);
+  int64_t h =
+      compressF32(ctx, f, n, dims, n, COMET_RT_CODEC_MASK, -1, 0.0, site);
+  comet_rt_free(f);
+  return h;
 }
 
 int32_t comet_rt_cpu_decompress(comet_rt_context *, int64_t handle,
@@ -222,45 +265,85 @@ int32_t comet_rt_cpu_decompress(comet_rt_context *, int64_t handle,
   return COMET_RT_SUCCESS;
 }
 
-int32_t comet_rt_cpu_relu_grad_mask(comet_rt_context *, comet_rt_memref *dym,
-                                    int64_t handle, comet_rt_memref *dxm) {
-  lastError.clear();
+} // extern "C"
+
+/// The bits of a mask handle for a gradient dY -> dX of its shape: what
+/// relu_grad_mask and dropout_grad_mask read. `op` names the caller.
+static int32_t maskBits(const char *op, int64_t handle, comet_rt_memref *dym,
+                        comet_rt_memref *dxm, const float *&g, float *&o,
+                        const uint8_t *&bits, int64_t &count) {
+  std::string name = std::string("comet_rt_") + op;
   HandleHeader *hdr = fromHandle(handle);
   if (!hdr)
-    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                "comet_rt_relu_grad_mask: not a live handle");
-  float *g, *o;
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT, name + ": not a live handle");
+  float *gm;
   int64_t ng, no;
   std::vector<uint64_t> dg, dout;
-  if (!viewF32(dym, g, ng, dg) || !viewF32(dxm, o, no, dout))
+  if (!viewF32(dym, gm, ng, dg) || !viewF32(dxm, o, no, dout))
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                "comet_rt_relu_grad_mask: dY and dX must be contiguous f32 "
-                "memrefs");
+                name + ": dY and dX must be contiguous f32 memrefs");
+  g = gm;
   size_t streamBytes = static_cast<size_t>(hdr->streamBytes);
   comet_rt_codec_info info;
   comet_rt_status st = comet_rt_codec_get_info(hdr + 1, streamBytes, &info);
   if (st != COMET_RT_OK)
     return fail(static_cast<int32_t>(st),
-                std::string("comet_rt_relu_grad_mask: ") +
-                    comet_rt_status_string(st));
+                name + ": " + comet_rt_status_string(st));
   uint64_t n = info.num_elements;
   if (info.codec != COMET_RT_CODEC_MASK ||
       info.compressed_bytes != streamBytes ||
       info.payload_bytes != (n + 7) / 8 ||
       info.payload_bytes > info.compressed_bytes)
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                "comet_rt_relu_grad_mask: the handle is not a mask stream");
+                name + ": the handle is not a mask stream");
   if (dg != dout || dg.size() != info.rank ||
       !std::equal(dg.begin(), dg.end(), info.dims))
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                "comet_rt_relu_grad_mask: dY, dX and the handle's shapes "
-                "differ");
+                name + ": dY, dX and the handle's shapes differ");
   // The payload is the stream's last section.
-  const uint8_t *bits = reinterpret_cast<const uint8_t *>(hdr + 1) +
-                        (info.compressed_bytes - info.payload_bytes);
-  int64_t count = static_cast<int64_t>(n);
+  bits = reinterpret_cast<const uint8_t *>(hdr + 1) +
+         (info.compressed_bytes - info.payload_bytes);
+  count = static_cast<int64_t>(n);
+  return COMET_RT_SUCCESS;
+}
+
+extern "C" {
+
+int32_t comet_rt_cpu_relu_grad_mask(comet_rt_context *, comet_rt_memref *dym,
+                                    int64_t handle, comet_rt_memref *dxm) {
+  lastError.clear();
+  const float *g;
+  float *o;
+  const uint8_t *bits;
+  int64_t count;
+  if (int32_t rc =
+          maskBits("relu_grad_mask", handle, dym, dxm, g, o, bits, count))
+    return rc;
   for (int64_t i = 0; i < count; ++i)
     o[i] = (bits[i >> 3] >> (i & 7)) & 1 ? g[i] : 0.0f;
+  return COMET_RT_SUCCESS;
+}
+
+int32_t comet_rt_cpu_dropout_grad_mask(comet_rt_context *, comet_rt_memref *dym,
+                                       int64_t handle, comet_rt_memref *ratiom,
+                                       comet_rt_memref *trainm,
+                                       comet_rt_memref *dxm) {
+  lastError.clear();
+  const float *g;
+  float *o;
+  const uint8_t *bits;
+  int64_t count;
+  if (int32_t rc =
+          maskBits("dropout_grad_mask", handle, dym, dxm, g, o, bits, count))
+    return rc;
+  float ratio;
+  bool training;
+  if (int32_t rc = comet::rt::dropoutParams("dropout_grad_mask", ratiom, trainm,
+                                            ratio, training))
+    return fail(rc, comet_rt_last_error());
+  float scale = training ? 1.0f / (1.0f - ratio) : 1.0f;
+  for (int64_t i = 0; i < count; ++i)
+    o[i] = !training || (bits[i >> 3] >> (i & 7)) & 1 ? g[i] * scale : 0.0f;
   return COMET_RT_SUCCESS;
 }
 

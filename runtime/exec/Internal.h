@@ -54,6 +54,16 @@ int32_t view(const comet_rt_memref *m, size_t elemBytes, const char *what,
 
 std::string shapeStr(const std::vector<int64_t> &dims);
 
+/// Reserves n numbers of ctx's random stream (Random.cpp): the stream's
+/// seed and the first counter of the reservation.
+void reserveRandom(comet_rt_context *ctx, uint64_t n, uint64_t &seed,
+                   uint64_t &base);
+/// Dropout's ratio[1]? (default 0.5, must lie in [0, 1)) and
+/// training_mode[1]? (default false); `op` names the caller in errors.
+int32_t dropoutParams(const char *op, comet_rt_memref *ratio,
+                      comet_rt_memref *trainingMode, float &ratioOut,
+                      bool &training);
+
 /// A kernel temporary from comet_rt_alloc (category workspace of the
 /// calling context), freed at the
 /// end of its scope. Throws std::bad_alloc when the allocator fails, so it

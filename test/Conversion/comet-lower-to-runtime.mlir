@@ -149,3 +149,55 @@ func.func @conv(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x
   %dx, %dw, %db = onnx.ConvGrad(%dy, %x, %w) {pads = array<i64: 1, 0, 1, 0>, strides = array<i64: 2, 2>} : (tensor<2x4x4x4xf32>, tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>)
   return %y, %s, %dx : tensor<2x4x4x4xf32>, tensor<4xi64>, tensor<2x3x8x8xf32>
 }
+
+// -----
+
+// Dropout and DropoutGrad (unfused: the mask is a plain i1 buffer, a byte
+// per element) call the runtime with ratio and training_mode as memrefs.
+// CHECK-LABEL: func.func @dropout(
+// CHECK: call @comet_rt_dropout(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xi1>, memref<*xf32>, memref<*xi1>) -> i32
+// CHECK: call @comet_rt_dropout_grad(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, memref<*xf32>, memref<*xi1>, memref<*xf32>, memref<*xi1>, memref<*xf32>) -> i32
+func.func @dropout(%x: tensor<2x8xf32>, %r: tensor<f32>, %t: tensor<i1>, %dy: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<2x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  %dx = onnx.DropoutGrad(%dy, %m, %r, %t) : (tensor<2x8xf32>, tensor<2x8xi1>, tensor<f32>, tensor<i1>) -> tensor<2x8xf32>
+  return %y, %dx : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// ReLU6 and its gradient: Clip, the compares (predicates 0 = >=, 1 = <=),
+// And, Cast from bool and Mul.
+// CHECK-LABEL: func.func @clip_grad(
+// CHECK: call @comet_rt_clip(%arg0,
+// CHECK: %[[GE:.*]] = arith.constant 0 : i64
+// CHECK: call @comet_rt_compare(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[GE]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xi1>, i64) -> i32
+// CHECK: %[[LE:.*]] = arith.constant 1 : i64
+// CHECK: call @comet_rt_compare(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[LE]])
+// CHECK: call @comet_rt_and_i1(
+// CHECK: call @comet_rt_cast_i1_f32(
+// CHECK: call @comet_rt_mul(%arg0, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xf32>) -> i32
+func.func @clip_grad(%x: tensor<2x8xf32>, %lo: tensor<f32>, %hi: tensor<f32>, %dy: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %y = onnx.Clip(%x, %lo, %hi) : (tensor<2x8xf32>, tensor<f32>, tensor<f32>) -> tensor<2x8xf32>
+  %ge = onnx.GreaterOrEqual(%x, %lo) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xi1>
+  %le = onnx.LessOrEqual(%x, %hi) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xi1>
+  %m = onnx.And(%ge, %le) : (tensor<2x8xi1>, tensor<2x8xi1>) -> tensor<2x8xi1>
+  %f = onnx.Cast(%m) {to = 1 : i64} : (tensor<2x8xi1>) -> tensor<2x8xf32>
+  %dx = onnx.Mul(%dy, %f) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y, %dx : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// A returned value whose dynamic dim is not the batch (the attention
+// dropout's mask: batch x heads = 2 x 4 rows) takes its refined type, not
+// the batch fallback.
+// CHECK-LABEL: func.func @returned_heads(
+// CHECK-SAME: memref<8x3xf32> {comet.result = 0 : i64}, %{{.*}}: memref<8x3xi1> {comet.result = 1 : i64}
+func.func @returned_heads(%x: tensor<?x4x3xf32>) -> (tensor<?x3xf32>, tensor<?x3xi1>) {
+  %s = onnx.Initializer "s" dense<[-1, 3]> : tensor<2xi64>
+  %y = onnx.Reshape(%x, %s) : (tensor<?x4x3xf32>, tensor<2xi64>) -> tensor<?x3xf32>
+  %r = onnx.Initializer "r" dense<0.5> : tensor<f32>
+  %t = onnx.Initializer "t" dense<true> : tensor<i1>
+  %d, %m = onnx.Dropout(%y, %r, %t) : (tensor<?x3xf32>, tensor<f32>, tensor<i1>) -> (tensor<?x3xf32>, tensor<?x3xi1>)
+  return %d, %m : tensor<?x3xf32>, tensor<?x3xi1>
+}

@@ -9,9 +9,9 @@ func.func @dyn(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
 
 // -----
 
-// An op with no runtime kernel is an error that names it.
+// A Cast with no runtime kernel (only bool to f32 has one) names both types.
 func.func @cast(%x: tensor<2x8xf32>) -> tensor<2x8xf64> {
-  // expected-error @+1 {{no runtime lowering for onnx.Cast}}
+  // expected-error @+1 {{Cast from 'f32' to 'f64' is not supported}}
   %r = onnx.Cast(%x) {to = 11 : i64} : (tensor<2x8xf32>) -> tensor<2x8xf64>
   return %r : tensor<2x8xf64>
 }
@@ -24,4 +24,25 @@ func.func @same(%x: tensor<1x1x4x4xf32>, %w: tensor<1x1x3x3xf32>) -> tensor<1x1x
   // expected-error @+1 {{auto_pad SAME_UPPER is not supported; give explicit pads}}
   %y = onnx.Conv(%x, %w, %none) {auto_pad = "SAME_UPPER"} : (tensor<1x1x4x4xf32>, tensor<1x1x3x3xf32>, none) -> tensor<1x1x4x4xf32>
   return %y : tensor<1x1x4x4xf32>
+}
+
+// -----
+
+// A bool mask decompressed into a buffer (not read by DropoutGrad alone) has
+// no kernel.
+func.func @bool_decompress(%m: tensor<2x8xi1>) -> tensor<2x8xi1> {
+  %c = comet.compress %m : tensor<2x8xi1> -> !comet.compressed<tensor<2x8xi1>, mask>
+  // expected-error @+1 {{only f32 tensors can be decompressed into a buffer}}
+  %d = comet.decompress %c : !comet.compressed<tensor<2x8xi1>, mask> -> tensor<2x8xi1>
+  return %d : tensor<2x8xi1>
+}
+
+// -----
+
+// A bool tensor is stored only as a mask.
+func.func @bool_raw(%m: tensor<2x8xi1>) -> tensor<2x8xi1> {
+  // expected-error @+1 {{a bool tensor can only be compressed as a mask}}
+  %c = comet.compress %m : tensor<2x8xi1> -> !comet.compressed<tensor<2x8xi1>, raw>
+  %d = comet.decompress %c : !comet.compressed<tensor<2x8xi1>, raw> -> tensor<2x8xi1>
+  return %d : tensor<2x8xi1>
 }

@@ -46,7 +46,7 @@ const char *usage =
     "  --lr=<x>                  learning rate (0.001 for AdamW, 0.05 for "
     "SGD)\n"
     "  --momentum=<x>            momentum of the built-in SGD (0.9)\n"
-    "  --seed=<n>                shuffle/synthetic seed (0)\n"
+    "  --seed=<n>                shuffle/synthetic and Dropout seed (0)\n"
     "  --device=<cpu|cuda>       execution device (cpu)\n"
     "  --report=<file>           write the JSON report here\n"
     "  --quiet                   no progress output\n";
@@ -203,6 +203,8 @@ int main(int argc, char **argv) {
   comet::Trainer trainer;
   if (std::string e = trainer.useDevice(device); !e.empty())
     return fail(e);
+  // The Dropout stream, seeded as comet-train seeds its engine's.
+  comet_rt_context_set_seed(trainer.context(), static_cast<uint64_t>(seed));
   if (std::string e = step->bind(trainer, lr, momentum, /*weightDecay=*/0.0f);
       !e.empty())
     return fail(e);

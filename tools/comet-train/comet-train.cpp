@@ -12,7 +12,7 @@
 // report are comet/driver/Training.h's, which comet-run shares for steps
 // compiled ahead of time.
 // --dump-grads runs one training-graph step on given inputs and writes the
-// loss and gradients, for the check against ONNX Runtime.
+// loss, gradients and Dropout masks, for the check against ONNX Runtime.
 //
 //===----------------------------------------------------------------------===//
 #include "EngineFlags.h"
@@ -87,13 +87,20 @@ static cl::opt<int64_t> evalInterval(
 static cl::opt<float> momentum("momentum",
                                cl::desc("Momentum of the built-in SGD"),
                                cl::init(0.9f), cl::cat(cat));
-static cl::opt<uint64_t> seed("seed", cl::desc("Shuffle/synthetic seed"),
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("Shuffle/synthetic seed and the seed "
+                                       "of the engine's Dropout stream"),
                               cl::init(0), cl::cat(cat));
 static cl::opt<std::string> dumpGrads(
     "dump-grads",
     cl::desc("Run one training-graph step on --inputs/--labels and write "
-             "loss.bin, <param>.grad.bin and <param>.param.bin (the "
-             "weights it started from; raw f32) to this directory"),
+             "loss.bin, <param>.grad.bin, <param>.param.bin (the weights "
+             "it started from; raw f32), for frozen parameters (BatchNorm "
+             "running statistics) their values after the step as "
+             "<param>.after.bin, and each Dropout "
+             "mask as mask<i>.bin (a byte per element; "
+             "masks.json maps '<Dropout node>:1' to its file) to this "
+             "directory"),
     cl::init(""), cl::cat(cat));
 static cl::opt<std::string>
     inputsFile("inputs", cl::desc("Raw f32 batch for --dump-grads"),
@@ -221,6 +228,24 @@ static int runDumpGrads(comet::Engine &engine) {
   for (const auto &[p, w] : start)
     if (!writeRaw(dumpGrads + "/" + p + ".param.bin", w.data(), w.size() * 4))
       return fail("cannot write to " + dumpGrads);
+  // Frozen parameters (BatchNorm running statistics) after the step.
+  for (const std::string &p : engine.frozenParameters()) {
+    ArrayRef<float> v = engine.parameter(p);
+    if (!writeRaw(dumpGrads + "/" + p + ".after.bin", v.data(), v.size() * 4))
+      return fail("cannot write to " + dumpGrads);
+  }
+  json::Object index;
+  for (auto [i, m] : llvm::enumerate(engine.dropoutMasks())) {
+    std::string file = "mask" + std::to_string(i) + ".bin";
+    if (!writeRaw(dumpGrads + "/" + file, m.second.data(), m.second.size()))
+      return fail("cannot write to " + dumpGrads);
+    index[m.first] = file;
+  }
+  std::error_code ec;
+  raw_fd_ostream js(dumpGrads + "/masks.json", ec);
+  if (ec)
+    return fail("cannot write to " + dumpGrads);
+  js << json::Value(std::move(index)) << "\n";
   outs() << "loss " << l << "\n";
   return 0;
 }
@@ -273,6 +298,8 @@ int main(int argc, char **argv) {
 
   opts.learningRate = lr;
   opts.momentum = momentum;
+  opts.seed = seed;
+  opts.returnDropoutMasks = !dumpGrads.empty();
 
   auto engineOr = comet::Engine::load(modelPath);
   if (!engineOr)

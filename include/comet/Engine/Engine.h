@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir {
@@ -79,6 +80,11 @@ struct EngineOptions {
   /// "cuda", parameter(), gradient() and optimizerState() are empty (the
   /// values are device memory).
   std::string device = "cpu";
+  /// Seed of the engine's random stream (Dropout masks).
+  uint64_t seed = 0;
+  /// Makes every Dropout mask of the training graph an extra result, for
+  /// dropoutMasks() (a debugging aid: returned masks are not compressed).
+  bool returnDropoutMasks = false;
 };
 
 class Engine {
@@ -126,9 +132,17 @@ public:
   std::vector<std::string> trainableParameters() const;
   /// Every parameter, trainable and frozen, in graph order.
   std::vector<std::string> parameters() const;
+  /// Parameters without a gradient buffer, in graph order: BatchNorm
+  /// running statistics, which the training step updates in place.
+  std::vector<std::string> frozenParameters() const;
   /// A parameter's or gradient buffer's data (empty if unknown).
   llvm::ArrayRef<float> parameter(llvm::StringRef name) const;
   llvm::ArrayRef<float> gradient(llvm::StringRef name) const;
+  /// The Dropout masks of the latest training step, named `<node>:1` after
+  /// their Dropout node (one byte per element, 0 or 1), in graph order;
+  /// empty unless compiled with returnDropoutMasks, and on "cuda".
+  std::vector<std::pair<std::string, llvm::ArrayRef<uint8_t>>>
+  dropoutMasks() const;
   /// A parameter's first optimizer state: AdamW's first moment, or the
   /// built-in SGD's velocity (empty without one, e.g. SGDOptimizerV2).
   llvm::ArrayRef<float> optimizerState(llvm::StringRef name) const;

@@ -13,6 +13,7 @@
 #include "comet/Conversion/RuntimeABI.h"
 #include "comet/Dialect/Comet/IR/CometOps.h"
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
+#include "comet/runtime/abi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -572,6 +573,15 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return call(Fn::relu_grad_mask, {in(0), h, res(0)});
         return call(Fn::relu_grad, {in(0), in(1), res(0)});
       })
+      .Case<DropoutOp>([&](DropoutOp) {
+        return call(Fn::dropout, {in(0), in(1), in(2), res(0), res(1)});
+      })
+      .Case<DropoutGradOp>([&](DropoutGradOp o) {
+        // The mask from a fused mask decompress: read its bits.
+        if (Value h = fusedHandle.lookup(o->getOperand(1)))
+          return call(Fn::dropout_grad_mask, {in(0), h, in(2), in(3), res(0)});
+        return call(Fn::dropout_grad, {in(0), in(1), in(2), in(3), res(0)});
+      })
       .Case<MaxPoolOp>([&](MaxPoolOp o) -> LogicalResult {
         SmallVector<Value> a = {in(0), res(0), res(1)};
         ArrayRef<int64_t> k = o.getKernelShape();
@@ -743,6 +753,30 @@ LogicalResult FuncLowering::lower(Operation *op) {
         return call(Fn::reduce_mean,
                     {in(0), axes, res(0), i64c(o.getKeepdims())});
       })
+      .Case<GreaterOrEqualOp>([&](GreaterOrEqualOp) {
+        return call(Fn::compare,
+                    {in(0), in(1), res(0), i64c(COMET_RT_COMPARE_GE)});
+      })
+      .Case<LessOrEqualOp>([&](LessOrEqualOp) {
+        return call(Fn::compare,
+                    {in(0), in(1), res(0), i64c(COMET_RT_COMPARE_LE)});
+      })
+      .Case<AndOp>([&](AndOp) {
+        return call(Fn::and_i1, {in(0), in(1), res(0)});
+      })
+      .Case<CastOp>([&](CastOp o) -> LogicalResult {
+        Type from = cast<ShapedType>(o.getInput().getType()).getElementType();
+        Type to = cast<ShapedType>(o.getOutput().getType()).getElementType();
+        if (from.isInteger(1) && to.isF32())
+          return call(Fn::cast_i1_f32, {in(0), res(0)});
+        if (from == to && to.isF32())
+          return call(Fn::identity, {in(0), res(0)});
+        return o.emitError("comet-lower-to-runtime: Cast from ")
+               << from << " to " << to << " is not supported";
+      })
+      .Case<ClipOp>([&](ClipOp) {
+        return call(Fn::clip, {in(0), in(1), in(2), res(0)});
+      })
       .Case<SumOp>([&](SumOp o) -> LogicalResult {
         unsigned n = o.getNumOperands();
         if (n == 1)
@@ -785,9 +819,13 @@ LogicalResult FuncLowering::lower(Operation *op) {
       })
       .Case<CompressOp>([&](CompressOp o) -> LogicalResult {
         auto mt = cast<MemRefType>(operand(o.getInput()).getType());
-        if (!mt.getElementType().isF32())
-          return o.emitError("comet-lower-to-runtime: only f32 tensors can "
-                             "be compressed");
+        bool isBool = mt.getElementType().isInteger(1);
+        if (isBool && o.getCodec() != Codec::mask)
+          return o.emitError("comet-lower-to-runtime: a bool tensor can "
+                             "only be compressed as a mask");
+        if (!isBool && !mt.getElementType().isF32())
+          return o.emitError("comet-lower-to-runtime: only f32 and bool "
+                             "tensors can be compressed");
         int64_t slot = -1;
         double eb = 0;
         if (auto bound = o.getBound()) {
@@ -801,9 +839,12 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return failure();
         int64_t site = nextSite++;
         func::CallOp c =
-            emitCall(Fn::compress, {operand(o.getInput()),
-                                    i32c(static_cast<int32_t>(o.getCodec())),
-                                    i64c(slot), f64c(eb), i64c(site)});
+            isBool
+                ? emitCall(Fn::compress_i1, {operand(o.getInput()), i64c(site)})
+                : emitCall(Fn::compress,
+                           {operand(o.getInput()),
+                            i32c(static_cast<int32_t>(o.getCodec())),
+                            i64c(slot), f64c(eb), i64c(site)});
         if (!c)
           return failure();
         Value h = c.getResult(0);
@@ -830,6 +871,10 @@ LogicalResult FuncLowering::lower(Operation *op) {
           fusedHandle[o.getResult()] = h;
           return success();
         }
+        if (!cast<ShapedType>(o.getResult().getType()).getElementType().isF32())
+          return o.emitError("comet-lower-to-runtime: only f32 tensors can "
+                             "be decompressed into a buffer (a bool mask "
+                             "must be read by DropoutGrad alone)");
         return call(Fn::decompress, {h, res(0)});
       })
       .Default([&](Operation *o) {
@@ -1020,8 +1065,14 @@ struct LowerToRuntimePass
         SmallVector<Type> ins, outs;
         for (Type t : f.getArgumentTypes())
           ins.push_back(specialize(t, batchSize));
-        for (Type t : f.getResultTypes())
-          outs.push_back(specialize(t, batchSize));
+        // A result takes its returned value's refined type (an attention
+        // tensor's dim is heads x batch), else the batch fallback.
+        Operation *ret = f.getBody().front().getTerminator();
+        for (auto [i, t] : llvm::enumerate(f.getResultTypes())) {
+          auto rt = dyn_cast<RankedTensorType>(ret->getOperand(i).getType());
+          outs.push_back(rt && rt.hasStaticShape() ? Type(rt)
+                                                   : specialize(t, batchSize));
+        }
         f.setFunctionType(FunctionType::get(f.getContext(), ins, outs));
       }
       FuncLowering lowering(f, module, checkErrors);

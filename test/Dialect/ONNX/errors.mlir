@@ -408,3 +408,75 @@ func.func @softmax_grad_shape(%dy: tensor<2x3xf32>, %y: tensor<2x4xf32>) {
   %dx = onnx.SoftmaxGrad_13(%dy, %y) : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+// Dropout: the ratio is one float element.
+func.func @dropout_ratio(%x: tensor<2x8xf32>, %r: tensor<2xf32>, %t: tensor<i1>) {
+  // expected-error @+1 {{ratio must hold one element, got 'tensor<2xf32>'}}
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<2x8xf32>, tensor<2xf32>, tensor<i1>) -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  return
+}
+
+// -----
+
+// Dropout: training_mode is a bool.
+func.func @dropout_training_mode(%x: tensor<2x8xf32>, %r: tensor<f32>, %t: tensor<f32>) {
+  // expected-error @+1 {{training_mode must be a bool (i1) tensor, got 'f32'}}
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<2x8xf32>, tensor<f32>, tensor<f32>) -> (tensor<2x8xf32>, tensor<2x8xi1>)
+  return
+}
+
+// -----
+
+// Dropout: the mask has the input's shape.
+func.func @dropout_mask_shape(%x: tensor<2x8xf32>, %r: tensor<f32>, %t: tensor<i1>) {
+  // expected-error @+1 {{shape mismatch: data is 'tensor<2x8xf32>' but mask is 'tensor<2x4xi1>'}}
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<2x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x8xf32>, tensor<2x4xi1>)
+  return
+}
+
+// -----
+
+// DropoutGrad: the mask is a bool tensor.
+func.func @dropout_grad_mask_type(%dy: tensor<2x8xf32>, %m: tensor<2x8xf32>, %none: none) {
+  // expected-error @+1 {{mask must be a bool (i1) tensor, got 'f32'}}
+  %dx = onnx.DropoutGrad(%dy, %m, %none, %none) : (tensor<2x8xf32>, tensor<2x8xf32>, none, none) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Clip: min is one element.
+func.func @clip_min(%x: tensor<2x8xf32>, %lo: tensor<2xf32>, %none: none) {
+  // expected-error @+1 {{min must hold one element, got 'tensor<2xf32>'}}
+  %y = onnx.Clip(%x, %lo, %none) : (tensor<2x8xf32>, tensor<2xf32>, none) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// GreaterOrEqual: the result is bool.
+func.func @compare_result(%a: tensor<2x8xf32>, %b: tensor<f32>) {
+  // expected-error @+1 {{result must be a bool (i1) tensor, got 'f32'}}
+  %c = onnx.GreaterOrEqual(%a, %b) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// LessOrEqual: the operands broadcast.
+func.func @compare_broadcast(%a: tensor<2x8xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{operands 'tensor<2x8xf32>' and 'tensor<3xf32>' do not broadcast}}
+  %c = onnx.LessOrEqual(%a, %b) : (tensor<2x8xf32>, tensor<3xf32>) -> tensor<2x8xi1>
+  return
+}
+
+// -----
+
+// And: the operands are bool.
+func.func @and_operands(%a: tensor<2xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{A must be a bool (i1) tensor, got 'f32'}}
+  %c = onnx.And(%a, %b) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+  return
+}

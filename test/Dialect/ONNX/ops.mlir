@@ -48,3 +48,31 @@ func.func @reshape_constant(%x: tensor<2x3x4xf32>) -> tensor<2x12xf32> {
     }
   }
 #-}
+
+// Dropout with its mask and DropoutGrad (ratio and training_mode are
+// one-element inputs; absent ones are none).
+// CHECK-LABEL: func.func @dropout
+func.func @dropout(%x: tensor<?x16xf32>, %r: tensor<f32>, %t: tensor<i1>, %dy: tensor<?x16xf32>) -> (tensor<?x16xf32>, tensor<?x16xf32>) {
+  // CHECK: onnx.Dropout(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x16xf32>, tensor<f32>, tensor<i1>) -> (tensor<?x16xf32>, tensor<?x16xi1>)
+  %y, %m = onnx.Dropout(%x, %r, %t) : (tensor<?x16xf32>, tensor<f32>, tensor<i1>) -> (tensor<?x16xf32>, tensor<?x16xi1>)
+  %none = onnx.NoValue
+  // CHECK: onnx.DropoutGrad(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x16xf32>, tensor<?x16xi1>, none, none) -> tensor<?x16xf32>
+  %dx = onnx.DropoutGrad(%dy, %m, %none, %none) : (tensor<?x16xf32>, tensor<?x16xi1>, none, none) -> tensor<?x16xf32>
+  return %y, %dx : tensor<?x16xf32>, tensor<?x16xf32>
+}
+
+// ReLU6 as MobileNetV2 exports it, and the gradient ORT builds for it.
+// CHECK-LABEL: func.func @clip_and_its_gradient
+func.func @clip_and_its_gradient(%x: tensor<?x8x4x4xf32>, %lo: tensor<f32>, %hi: tensor<f32>, %dy: tensor<?x8x4x4xf32>) -> (tensor<?x8x4x4xf32>, tensor<?x8x4x4xf32>) {
+  // CHECK: onnx.Clip(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x8x4x4xf32>, tensor<f32>, tensor<f32>) -> tensor<?x8x4x4xf32>
+  %y = onnx.Clip(%x, %lo, %hi) : (tensor<?x8x4x4xf32>, tensor<f32>, tensor<f32>) -> tensor<?x8x4x4xf32>
+  // CHECK: onnx.GreaterOrEqual({{.*}}) -> tensor<?x8x4x4xi1>
+  %ge = onnx.GreaterOrEqual(%x, %lo) : (tensor<?x8x4x4xf32>, tensor<f32>) -> tensor<?x8x4x4xi1>
+  // CHECK: onnx.LessOrEqual({{.*}}) -> tensor<?x8x4x4xi1>
+  %le = onnx.LessOrEqual(%x, %hi) : (tensor<?x8x4x4xf32>, tensor<f32>) -> tensor<?x8x4x4xi1>
+  // CHECK: onnx.And({{.*}}) : (tensor<?x8x4x4xi1>, tensor<?x8x4x4xi1>) -> tensor<?x8x4x4xi1>
+  %m = onnx.And(%ge, %le) : (tensor<?x8x4x4xi1>, tensor<?x8x4x4xi1>) -> tensor<?x8x4x4xi1>
+  %f = onnx.Cast(%m) {to = 1 : i64} : (tensor<?x8x4x4xi1>) -> tensor<?x8x4x4xf32>
+  %dx = onnx.Mul(%dy, %f) : (tensor<?x8x4x4xf32>, tensor<?x8x4x4xf32>) -> tensor<?x8x4x4xf32>
+  return %y, %dx : tensor<?x8x4x4xf32>, tensor<?x8x4x4xf32>
+}

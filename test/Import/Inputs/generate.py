@@ -105,6 +105,27 @@ save("elementwise.onnx", [
 ], [vi("a", F, ["batch", 3, 1]), vi("b", F, [4])], [vi("cast", TP.DOUBLE, None)],
     [numpy_helper.from_array(np.array([2.0], np.float32), "half")])
 
+# MobileNetV2 and classifier ops: depthwise Conv (group = channels), ReLU6
+# as Clip with scalar bounds and the gradient ORT builds for it, Dropout with
+# its mask and DropoutGrad; no value_info, so every type is inferred.
+scalar = lambda name, v, dt=np.float32: numpy_helper.from_array(np.array(v, dt), name)
+save("mobilenet-ops.onnx", [
+    node("Conv", ["x", "wd"], ["c"], "dwconv", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+         group=8),
+    node("Clip", ["c", "zero", "six"], ["r6"], "relu6"),
+    node("Dropout", ["r6", "ratio", "train"], ["d", "mask"], "dropout"),
+    node("DropoutGrad", ["d", "mask", "ratio", "train"], ["dd"], "dropout_grad", MS),
+    node("GreaterOrEqual", ["c", "zero"], ["ge"], "ge"),
+    node("LessOrEqual", ["c", "six"], ["le"], "le"),
+    node("And", ["ge", "le"], ["m"], "and"),
+    node("Cast", ["m"], ["mf"], "cast", to=TP.FLOAT),
+    node("Mul", ["dd", "mf"], ["dc"], "mul"),
+    node("ConvGrad", ["dc", "x", "wd"], ["dx", "dwd"], "dwconv_grad", MS,
+         kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=8),
+], [vi("x", F, ["batch", 8, 6, 6])], [vi("dx", F, None), vi("dwd", F, None)],
+    [w("wd", (8, 1, 3, 3), 5), scalar("zero", 0.0), scalar("six", 6.0),
+     scalar("ratio", 0.2), scalar("train", True, np.bool_)])
+
 # Shape family: Shape, Expand, ReduceSum over constant axes, Constant.
 save("shape.onnx", [
     node("Shape", ["x"], ["s"], "shape"),

@@ -2,6 +2,7 @@
 
 #include "TestUtil.h"
 #include "comet/runtime/alloc.h"
+#include "comet/runtime/handles.h"
 
 #include <limits>
 #include <memory>
@@ -642,3 +643,192 @@ TEST(Optimizers, AdamWModesSgdAndMomentum) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Ops of the PyTorch-exported models: grouped/depthwise ConvGrad, Dropout,
+// Clip and the Clip gradient's compare/And/Cast/Mul.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// <dY, conv(e_k)> for every unit vector e_k of X and of W: the adjoint of
+/// the naive forward, so dX and dW follow from it by brute force.
+void adjointConvGrad(const F &x, const F &w, const F &dy, ConvP p,
+                     std::vector<double> &wantDx, std::vector<double> &wantDw) {
+  wantDx.assign(x.size(), 0);
+  wantDw.assign(w.size(), 0);
+  for (int64_t k = 0; k < x.size(); ++k) {
+    F e(x.dims);
+    e[k] = 1;
+    auto y = naiveConv(e, w, nullptr, dy.dims, p);
+    for (size_t i = 0; i < y.size(); ++i)
+      wantDx[k] += y[i] * dy.v[i];
+  }
+  for (int64_t k = 0; k < w.size(); ++k) {
+    F e(w.dims);
+    e[k] = 1;
+    auto y = naiveConv(x, e, nullptr, dy.dims, p);
+    for (size_t i = 0; i < y.size(); ++i)
+      wantDw[k] += y[i] * dy.v[i];
+  }
+}
+
+} // namespace
+
+TEST(ConvGrad, GroupedAndDepthwise) {
+  struct Case {
+    std::vector<int64_t> x, w, y;
+    ConvP p;
+  } cases[] = {
+      // Two groups of 2 input and 3 output channels, stride 2.
+      {{2, 4, 7, 7}, {6, 2, 3, 3}, {2, 6, 4, 4}, {2, 2, 1, 1, 1, 1, 1, 1, 2}},
+      // Depthwise, as MobileNetV2 (group = channels, 3x3, pad 1).
+      {{2, 6, 6, 6}, {6, 1, 3, 3}, {2, 6, 6, 6}, {1, 1, 1, 1, 1, 1, 1, 1, 6}},
+      // Depthwise with stride 2.
+      {{1, 5, 8, 8}, {5, 1, 3, 3}, {1, 5, 4, 4}, {2, 2, 1, 1, 1, 1, 1, 1, 5}},
+  };
+  uint32_t seed = 40;
+  for (auto &c : cases) {
+    F x = randomF(c.x, seed++), w = randomF(c.w, seed++),
+      dy = randomF(c.y, seed++), y(c.y), dx(c.x), dw(c.w), db({c.w[0]}),
+      nb = none();
+    ConvP p = c.p;
+    ASSERT_RT(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &nb, &y, p.sH, p.sW,
+                                           p.pT, p.pL, p.pB, p.pR, p.dH, p.dW,
+                                           p.g));
+    expectNear(y.v, naiveConv(x, w, nullptr, c.y, p), 1e-5, "grouped conv");
+    ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &dy, &x, &w, &dx, &dw,
+                                                &db, p.sH, p.sW, p.pT, p.pL,
+                                                p.pB, p.pR, p.dH, p.dW, p.g));
+    std::vector<double> wantDx, wantDw, wantDb(c.w[0], 0.0);
+    adjointConvGrad(x, w, dy, p, wantDx, wantDw);
+    int64_t pix = c.y[2] * c.y[3];
+    for (int64_t i = 0; i < dy.size(); ++i)
+      wantDb[(i / pix) % c.w[0]] += dy[i];
+    expectNear(dx.v, wantDx, 1e-5, "grouped dX");
+    expectNear(dw.v, wantDw, 1e-5, "grouped dW");
+    expectNear(db.v, wantDb, 1e-5, "grouped dB");
+  }
+}
+
+TEST(Dropout, MaskDensityScalingAndSeed) {
+  comet_rt_context *ctx = comet_rt_context_create();
+  F x = randomF({8, 1000}, 51, 0.5f, 1.5f), y(x.dims), ratio({1}, 0.25f);
+  B train({1}, 1), mask(x.dims);
+  comet_rt_context_set_seed(ctx, 3);
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &ratio, &train, &y, &mask));
+  int64_t kept = 0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    ASSERT_TRUE(mask[i] == 0 || mask[i] == 1);
+    kept += mask[i];
+    // Kept elements are scaled by 1 / (1 - ratio), dropped ones are 0.
+    EXPECT_EQ(y[i], mask[i] ? x[i] * (1.0f / 0.75f) : 0.0f) << i;
+  }
+  // 8000 Bernoulli(0.75) draws: the density is within 5 sigma of 0.75.
+  double density = double(kept) / x.size();
+  EXPECT_NEAR(density, 0.75, 5 * std::sqrt(0.75 * 0.25 / x.size()));
+
+  // The next call continues the stream; the same seed restarts it.
+  B mask2(x.dims), mask3(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &ratio, &train, &y, &mask2));
+  EXPECT_NE(mask.v, mask2.v);
+  comet_rt_context_set_seed(ctx, 3);
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &ratio, &train, &y, &mask3));
+  EXPECT_EQ(mask.v, mask3.v);
+  // Another context has its own stream: seed 4 gives other masks.
+  comet_rt_context *other = comet_rt_context_create();
+  comet_rt_context_set_seed(other, 4);
+  B mask4(x.dims);
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_dropout(other, &x, &ratio, &train, &y, &mask4));
+  EXPECT_NE(mask.v, mask4.v);
+  comet_rt_context_destroy(other);
+
+  // Inference (training_mode absent or false): Y = X and an all-true mask.
+  B off({1}, 0);
+  F n = none();
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &ratio, &off, &y, &mask));
+  EXPECT_EQ(y.v, x.v);
+  EXPECT_EQ(mask.v, std::vector<uint8_t>(x.size(), 1));
+  ASSERT_RT(_mlir_ciface_comet_rt_dropout(ctx, &x, &n, &n, &y, &n));
+  EXPECT_EQ(y.v, x.v);
+
+  // A ratio outside [0, 1) is an error.
+  F one({1}, 1.0f);
+  EXPECT_NE(_mlir_ciface_comet_rt_dropout(ctx, &x, &one, &train, &y, &mask),
+            COMET_RT_SUCCESS);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("ratio must lie in"),
+            std::string::npos);
+  comet_rt_context_destroy(ctx);
+}
+
+TEST(DropoutGrad, MatchesReferenceAndMaskHandle) {
+  comet_rt_context *ctx = comet_rt_context_create();
+  F dy = randomF({4, 37}, 61), dx(dy.dims), dx2(dy.dims), ratio({1}, 0.1f);
+  B train({1}, 1), mask(dy.dims);
+  std::mt19937 g(5);
+  for (auto &m : mask.v)
+    m = g() % 4 != 0;
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_dropout_grad(ctx, &dy, &mask, &ratio, &train, &dx));
+  for (int64_t i = 0; i < dy.size(); ++i)
+    EXPECT_EQ(dx[i], mask[i] ? dy[i] * (1.0f / 0.9f) : 0.0f) << i;
+
+  // The same from a 1-bit mask handle (compress_i1): bit for bit.
+  int64_t h = _mlir_ciface_comet_rt_compress_i1(ctx, &mask, 0);
+  ASSERT_NE(h, 0) << comet_rt_handles_last_error();
+  EXPECT_LE(comet_rt_handle_bytes(h), 256 + (dy.size() + 7) / 8);
+  ASSERT_EQ(_mlir_ciface_comet_rt_dropout_grad_mask(ctx, &dy, h, &ratio, &train,
+                                                    &dx2),
+            COMET_RT_SUCCESS)
+      << comet_rt_handles_last_error();
+  EXPECT_EQ(dx.v, dx2.v);
+  _mlir_ciface_comet_rt_handle_free(ctx, h);
+
+  // Without training mode dX = dY.
+  B off({1}, 0);
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_dropout_grad(ctx, &dy, &mask, &ratio, &off, &dx));
+  EXPECT_EQ(dx.v, dy.v);
+  comet_rt_context_destroy(ctx);
+}
+
+TEST(ClipGrad, ClipCompareAndCastMul) {
+  // ReLU6 forward and the gradient ORT builds for it:
+  // dX = dY * Cast(And(X >= 0, X <= 6)).
+  F x = randomF({2, 3, 4, 5}, 71, -3, 9), y(x.dims), lo({}, 0.0f), hi({}, 6.0f),
+    n = none();
+  ASSERT_RT(_mlir_ciface_comet_rt_clip(nullptr, &x, &lo, &hi, &y));
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(y[i], std::min(std::max(x[i], 0.0f), 6.0f));
+  ASSERT_RT(_mlir_ciface_comet_rt_clip(nullptr, &x, &n, &hi, &y));
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(y[i], std::min(x[i], 6.0f));
+
+  B ge(x.dims), le(x.dims), both(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_compare(nullptr, &x, &lo, &ge,
+                                          COMET_RT_COMPARE_GE));
+  ASSERT_RT(_mlir_ciface_comet_rt_compare(nullptr, &x, &hi, &le,
+                                          COMET_RT_COMPARE_LE));
+  ASSERT_RT(_mlir_ciface_comet_rt_and_i1(nullptr, &ge, &le, &both));
+  F m(x.dims), dy = randomF(x.dims, 72), dx(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_cast_i1_f32(nullptr, &both, &m));
+  ASSERT_RT(_mlir_ciface_comet_rt_mul(nullptr, &dy, &m, &dx));
+  for (int64_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(ge[i], x[i] >= 0.0f);
+    EXPECT_EQ(le[i], x[i] <= 6.0f);
+    EXPECT_EQ(dx[i], x[i] >= 0.0f && x[i] <= 6.0f ? dy[i] : 0.0f) << i;
+  }
+
+  // Sub and Div with numpy broadcasting ([2,3,4,5] with [3,1,1]).
+  F c = randomF({3, 1, 1}, 73, 1, 2), out(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_sub(nullptr, &x, &c, &out));
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(out[i], x[i] - c[(i / 20) % 3]);
+  ASSERT_RT(_mlir_ciface_comet_rt_div(nullptr, &x, &c, &out));
+  for (int64_t i = 0; i < x.size(); ++i)
+    EXPECT_EQ(out[i], x[i] / c[(i / 20) % 3]);
+  F wrong({2, 3});
+  EXPECT_NE(_mlir_ciface_comet_rt_sub(nullptr, &x, &c, &wrong),
+            COMET_RT_SUCCESS);
+}

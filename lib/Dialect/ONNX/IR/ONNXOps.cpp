@@ -865,3 +865,74 @@ LogicalResult SoftmaxGrad_13Op::verify() {
     return failure();
   return checkCompatibleShapes(*this, getDY(), "dY", getY(), "Y");
 }
+
+/// Dropout's optional ratio (one f32 element) and training_mode (one bool).
+static LogicalResult checkDropoutInputs(Operation *op, Value ratio,
+                                        Value trainingMode) {
+  if (!isa<NoneType>(ratio.getType()) &&
+      (failed(checkFloat(op, ratio, "ratio")) ||
+       failed(checkOneElement(op, ratio, "ratio"))))
+    return failure();
+  if (isa<NoneType>(trainingMode.getType()))
+    return success();
+  return checkFlag(op, trainingMode, "training_mode");
+}
+
+LogicalResult DropoutOp::verify() {
+  if (failed(checkFloat(*this, getData(), "data")) ||
+      failed(checkSameElementType(
+          *this, {{getData(), "data"}, {getOutput(), "output"}})) ||
+      failed(checkDropoutInputs(*this, getRatio(), getTrainingMode())))
+    return failure();
+  if (isa<NoneType>(getMask().getType()))
+    return success();
+  if (Type t = elementTypeOf(getMask()); t && !t.isInteger(1))
+    return emitOpError() << "mask must be a bool (i1) tensor, got " << t;
+  return checkCompatibleShapes(*this, getData(), "data", getMask(), "mask");
+}
+
+LogicalResult DropoutGradOp::verify() {
+  if (failed(checkFloat(*this, getDY(), "dY")) ||
+      failed(checkDropoutInputs(*this, getRatio(), getTrainingMode())))
+    return failure();
+  if (Type t = elementTypeOf(getMask()); t && !t.isInteger(1))
+    return emitOpError() << "mask must be a bool (i1) tensor, got " << t;
+  return checkCompatibleShapes(*this, getDY(), "dY", getMask(), "mask");
+}
+
+LogicalResult ClipOp::verify() {
+  if (failed(checkFloat(*this, getInput(), "input")) ||
+      failed(checkSameElementType(*this, {{getInput(), "input"},
+                                          {getMin(), "min"},
+                                          {getMax(), "max"},
+                                          {getOutput(), "output"}})))
+    return failure();
+  std::pair<Value, StringRef> bounds[] = {{getMin(), "min"}, {getMax(), "max"}};
+  for (auto [v, name] : bounds)
+    if (!isa<NoneType>(v.getType()) && failed(checkOneElement(*this, v, name)))
+      return failure();
+  return checkCompatibleShapes(*this, getInput(), "input", getOutput(),
+                               "output");
+}
+
+/// Broadcasting operands (all of one element type) and a bool result.
+static LogicalResult verifyBoolResult(Operation *op) {
+  if (Type t = elementTypeOf(op->getResult(0)); t && !t.isInteger(1))
+    return op->emitOpError() << "result must be a bool (i1) tensor, got " << t;
+  auto a = shapeOf(op->getOperand(0)), b = shapeOf(op->getOperand(1));
+  SmallVector<int64_t> out;
+  if (a && b && !broadcastShapes(*a, *b, out))
+    return op->emitOpError()
+           << "operands " << op->getOperand(0).getType() << " and "
+           << op->getOperand(1).getType() << " do not broadcast";
+  return checkSameElementType(
+      op, {{op->getOperand(0), "A"}, {op->getOperand(1), "B"}});
+}
+
+LogicalResult GreaterOrEqualOp::verify() { return verifyBoolResult(*this); }
+LogicalResult LessOrEqualOp::verify() { return verifyBoolResult(*this); }
+LogicalResult AndOp::verify() {
+  if (Type t = elementTypeOf(getA()); t && !t.isInteger(1))
+    return emitOpError() << "A must be a bool (i1) tensor, got " << t;
+  return verifyBoolResult(*this);
+}

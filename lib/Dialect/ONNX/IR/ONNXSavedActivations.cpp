@@ -142,7 +142,8 @@ std::optional<double> MatMulOp::getSummedTerms(int64_t dynamicDimSize) {
 }
 
 //===----------------------------------------------------------------------===//
-// ReluGrad(dY, X) and MaxPoolGrad(dY, Indices): no weight gradient.
+// ReluGrad(dY, X), DropoutGrad(dY, mask, ...) and MaxPoolGrad(dY, Indices):
+// no weight gradient.
 //===----------------------------------------------------------------------===//
 
 std::optional<SavedActivationKind>
@@ -266,4 +267,12 @@ std::optional<double> SoftmaxGrad_13Op::getSummedTerms(int64_t dynamicDimSize) {
   // terms weighted by Y_i <= 1, so sigma <= a eb Lbar (1 + sqrt(L)).
   double l = dimOr(t.getDimSize(axis), dynamicDimSize);
   return (1 + std::sqrt(l)) * (1 + std::sqrt(l));
+}
+
+// DropoutGrad's mask is read only as "true or not", as ReluGrad's X.
+std::optional<SavedActivationKind>
+DropoutGradOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::ReluMask;
+  return std::nullopt;
 }

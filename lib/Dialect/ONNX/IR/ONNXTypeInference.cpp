@@ -754,3 +754,40 @@ LogicalResult SoftmaxGrad_13Op::inferResultTypes(SmallVectorImpl<Type> &types) {
   types[0] = sameAs(getDY());
   return success();
 }
+
+LogicalResult DropoutOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getData());
+  types[1] = tensorOf(shapeOf(getData()), IntegerType::get(getContext(), 1));
+  return success();
+}
+
+LogicalResult DropoutGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getDY());
+  return success();
+}
+
+LogicalResult ClipOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getInput());
+  return success();
+}
+
+/// A broadcast of the operands' shapes with bool elements.
+static LogicalResult inferCompare(Operation *op, SmallVectorImpl<Type> &types) {
+  (void)inferBroadcast(op, types);
+  if (auto t = dyn_cast_or_null<TensorType>(types[0]))
+    types[0] = t.clone(IntegerType::get(op->getContext(), 1));
+  return success();
+}
+
+LogicalResult GreaterOrEqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
+  return inferCompare(*this, t);
+}
+LogicalResult LessOrEqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
+  return inferCompare(*this, t);
+}
+LogicalResult AndOp::inferResultTypes(SmallVectorImpl<Type> &t) {
+  return inferBroadcast(*this, t);
+}

@@ -245,6 +245,9 @@ public:
   }
   /// Every parameter, trainable and frozen, in graph order.
   std::vector<std::string> parameters() const;
+  /// Parameters without a gradient (BatchNorm running statistics), which
+  /// the step updates in place.
+  const std::vector<std::string> &frozenParameters() const { return frozen; }
   /// A buffer by name (parameters, gradients, input, labels), or null.
   Buffer *buffer(const std::string &name) const;
   /// The gradient buffer of a parameter, or null.
@@ -271,6 +274,7 @@ private:
   std::map<std::string, std::unique_ptr<Buffer>> buffers;
   std::vector<Buffer *> trainArgs;
   std::vector<std::string> trainable;        // parameters with a gradient
+  std::vector<std::string> frozen;           // parameters without one
   std::map<std::string, std::string> gradOf; // parameter -> its gradient
   Buffer *input = nullptr, *labels = nullptr, *lazyReset = nullptr,
          *loss = nullptr;

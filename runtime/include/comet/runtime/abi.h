@@ -20,6 +20,10 @@ extern "C" {
 #define COMET_RT_REDUCTION_SUM 1
 #define COMET_RT_REDUCTION_MEAN 2
 
+/* The predicate of comet_rt_compare. */
+#define COMET_RT_COMPARE_GE 0
+#define COMET_RT_COMPARE_LE 1
+
 /* A 1-D byte memref descriptor (memref<?xi8>), what buffer_alloc returns. */
 typedef struct comet_rt_buffer {
   void *allocated;

@@ -2,10 +2,10 @@
  *
  * A runtime context holds everything the runtime keeps between calls for
  * one training engine: the allocator's accounting and timeline, the bound of
- * every slot, the statistics of every compress site, and the bound tuner's
- * observations. Every function of comet/runtime/abi.def takes the context as
+ * every slot, the statistics of every compress site, the bound tuner's
+ * observations and the random stream of Dropout. Every function of comet/runtime/abi.def takes the context as
  * its first argument, so two engines in one process never see each other's
- * bounds, statistics or memory figures.
+ * bounds, statistics, memory figures or random numbers.
  *
  * NULL stands for the process's default context, for callers outside an
  * engine (a kernel called on its own, the data loader, tests).
@@ -31,6 +31,12 @@ COMET_RT_API void comet_rt_context_destroy(comet_rt_context *ctx);
 
 /* The process's default context (what NULL stands for). */
 COMET_RT_API comet_rt_context *comet_rt_default_context(void);
+
+/* Restarts the context's random stream (Dropout) at `seed`. A new context
+ * starts at seed 0. The stream is counter-based: the same seed and the same
+ * sequence of calls give the same numbers on any thread count. */
+COMET_RT_API void comet_rt_context_set_seed(comet_rt_context *ctx,
+                                            uint64_t seed);
 
 #ifdef __cplusplus
 }

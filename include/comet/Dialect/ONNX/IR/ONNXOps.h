@@ -21,7 +21,8 @@ enum class SavedActivationKind {
   WeightGradInput,
   /// BatchNormalizationGrad's X: read densely, its error scaled by 1/std.
   BatchNormInput,
-  /// Only x > 0 matters (ReluGrad's X).
+  /// Only x > 0 (true, for a bool tensor) matters: ReluGrad's X,
+  /// DropoutGrad's mask. A 1-bit mask stream holds it losslessly.
   ReluMask,
   /// Integer indices, read exactly (MaxPoolGrad's Indices).
   PoolIndices,

@@ -180,6 +180,33 @@ def ONNX_SubOp : ONNX_BinaryOp<"Sub", "A - B">;
 def ONNX_MulOp : ONNX_BinaryOp<"Mul", "A * B">;
 def ONNX_DivOp : ONNX_BinaryOp<"Div", "A / B">;
 
+def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure]> {
+  let description = [{
+    `min` and `max` are optional one-element inputs (ReLU6 is Clip(x, 0, 6)).
+  }];
+  let arguments = (ins ONNX_Tensor:$input, ONNX_OptTensor:$min,
+                       ONNX_OptTensor:$max);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+class ONNX_CompareOp<string mnemonic, string text>
+    : ONNX_Op<mnemonic, "", text # " (bool result) with numpy broadcasting",
+              [Pure]> {
+  let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
+  let results = (outs ONNX_Tensor:$C);
+  let hasVerifier = 1;
+}
+def ONNX_GreaterOrEqualOp : ONNX_CompareOp<"GreaterOrEqual", "A >= B">;
+def ONNX_LessOrEqualOp : ONNX_CompareOp<"LessOrEqual", "A <= B">;
+
+def ONNX_AndOp : ONNX_Op<"And", "",
+    "Logical and of bool tensors with numpy broadcasting", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
+  let results = (outs ONNX_Tensor:$C);
+  let hasVerifier = 1;
+}
+
 def ONNX_SumOp : ONNX_Op<"Sum", "", "Sum of its inputs, with broadcasting", [Pure]> {
   let arguments = (ins Variadic<ONNX_Tensor>:$data_0);
   let results = (outs ONNX_Tensor:$sum);
@@ -228,6 +255,22 @@ def ONNX_SoftmaxCrossEntropyLossOp : ONNX_Op<"SoftmaxCrossEntropyLoss", "",
                        OptionalAttr<ONNX_I64Attr>:$ignore_index,
                        ReductionAttr:$reduction);
   let results = (outs ONNX_Tensor:$output, ONNX_OptTensor:$log_prob);
+  let hasVerifier = 1;
+}
+
+def ONNX_DropoutOp : ONNX_Op<"Dropout", "",
+    "Zero elements at random, scale the rest by 1 / (1 - ratio)", []> {
+  let description = [{
+    `ratio` (f32, default 0.5) and `training_mode` (bool, default false) are
+    one-element inputs. In training mode each element is kept with
+    probability 1 - ratio; `mask` (bool, X's shape) says which were kept.
+    Otherwise Y = X and the mask is all true. Not `Pure`: it draws from the
+    runtime context's random stream (the `seed` attribute is not used).
+  }];
+  let arguments = (ins ONNX_Tensor:$data, ONNX_OptTensor:$ratio,
+                       ONNX_OptTensor:$training_mode,
+                       OptionalAttr<ONNX_I64Attr>:$seed);
+  let results = (outs ONNX_Tensor:$output, ONNX_OptTensor:$mask);
   let hasVerifier = 1;
 }
 
@@ -343,6 +386,21 @@ def ONNX_ReluGradOp : ONNX_Op<"ReluGrad", "com.microsoft",
     "dX = dY where X > 0, else 0",
     [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
+  let results = (outs ONNX_Tensor:$dX);
+  let hasVerifier = 1;
+}
+
+def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
+    "dX = dY / (1 - ratio) where the mask is true, else 0",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
+  let description = [{
+    The gradient of Dropout. `ratio` and `training_mode` are Dropout's
+    inputs; without training mode dX = dY. The bool mask is a saved
+    activation read only as "true or not" (SavedActivationKind::ReluMask),
+    so it is kept as a 1-bit mask stream.
+  }];
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$mask,
+                       ONNX_OptTensor:$ratio, ONNX_OptTensor:$training_mode);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
 }
