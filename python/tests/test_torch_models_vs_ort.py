@@ -175,7 +175,7 @@ def comet_step(d: pathlib.Path, tmp_path, seed=0):
         graph.parent.mkdir()
         shutil.copy(d / "training_model.onnx", graph)
     subprocess.run([tool("comet-train"), str(graph), "--weights", str(d / "model.onnx"),
-                    "--batch", str(BATCH), "--seed", str(seed), "--dump-grads", str(out),
+                    "--batch", str(BATCH), "--compress", "none", "--seed", str(seed), "--dump-grads", str(out),
                     "--inputs", str(tmp_path / "in.bin"),
                     "--labels", str(tmp_path / "labels.bin")],
                    check=True, capture_output=True, text=True, timeout=600)
