@@ -166,6 +166,20 @@ LogicalResult MatMulOp::inferResultTypes(SmallVectorImpl<Type> &types) {
 }
 
 /// The product of static dims; `?` if any is dynamic or it overflows.
+/// The result of reducing `dims` over the `reduced` axes (ReduceSum,
+/// ReduceMean): reduced axes become 1 with keepdims and vanish without.
+static Type reducedType(ArrayRef<int64_t> dims, ArrayRef<bool> reduced,
+                        bool keepdims, Type elt) {
+  SmallVector<int64_t> out;
+  for (auto [d, isReduced] : llvm::zip_equal(dims, reduced)) {
+    if (!isReduced)
+      out.push_back(d);
+    else if (keepdims)
+      out.push_back(1);
+  }
+  return RankedTensorType::get(out, elt);
+}
+
 static int64_t product(ArrayRef<int64_t> dims) {
   int64_t p = 1;
   for (int64_t d : dims)
@@ -358,14 +372,7 @@ LogicalResult ReduceSumOp::inferResultTypes(SmallVectorImpl<Type> &types) {
                    : tensorOf(std::nullopt, elt);
     return success();
   }
-  SmallVector<int64_t> out;
-  for (int64_t i = 0; i < r; ++i) {
-    if (!reduced[i])
-      out.push_back((*s)[i]);
-    else if (getKeepdims())
-      out.push_back(1);
-  }
-  types[0] = RankedTensorType::get(out, elt);
+  types[0] = reducedType(*s, reduced, getKeepdims(), elt);
   return success();
 }
 
@@ -699,14 +706,7 @@ LogicalResult ReduceMeanOp::inferResultTypes(SmallVectorImpl<Type> &types) {
       }
       reduced[a] = true;
     }
-  SmallVector<int64_t> out;
-  for (int64_t i = 0; i < r; ++i) {
-    if (!reduced[i])
-      out.push_back((*s)[i]);
-    else if (getKeepdims())
-      out.push_back(1);
-  }
-  types[0] = RankedTensorType::get(out, elt);
+  types[0] = reducedType(*s, reduced, getKeepdims(), elt);
   return success();
 }
 
