@@ -368,6 +368,18 @@ LogicalResult GlobalAveragePoolOp::verify() {
   return checkRankAtLeast(*this, getX(), "X", 3);
 }
 
+/// Gemm's and FusedMatMul's contraction: the inner dims k1 of op(A) and k2
+/// of op(B) must agree when both are known.
+static LogicalResult checkInnerDims(Operation *op, Value a, Value b,
+                                    bool transA, bool transB, int64_t k1,
+                                    int64_t k2) {
+  if (isDyn(k1) || isDyn(k2) || k1 == k2)
+    return success();
+  return op->emitOpError() << "inner dims differ: A " << a.getType()
+                           << (transA ? " (transposed)" : "") << " and B "
+                           << b.getType() << (transB ? " (transposed)" : "");
+}
+
 LogicalResult GemmOp::verify() {
   if (failed(checkRank(*this, getA(), "A", 2)) ||
       failed(checkRank(*this, getB(), "B", 2)) ||
@@ -377,14 +389,10 @@ LogicalResult GemmOp::verify() {
   if (getTransA() > 1 || getTransA() < 0 || getTransB() > 1 || getTransB() < 0)
     return emitOpError("transA and transB must be 0 or 1");
   auto as = shapeOf(getA()), bs = shapeOf(getB());
-  if (as && bs) {
-    int64_t k1 = (*as)[getTransA() ? 0 : 1], k2 = (*bs)[getTransB() ? 1 : 0];
-    if (!isDyn(k1) && !isDyn(k2) && k1 != k2)
-      return emitOpError() << "inner dims differ: A " << getA().getType()
-                           << (getTransA() ? " (transposed)" : "") << " and B "
-                           << getB().getType()
-                           << (getTransB() ? " (transposed)" : "");
-  }
+  if (as && bs)
+    return checkInnerDims(*this, getA(), getB(), getTransA(), getTransB(),
+                          (*as)[getTransA() ? 0 : 1],
+                          (*bs)[getTransB() ? 1 : 0]);
   return success();
 }
 
@@ -820,15 +828,10 @@ LogicalResult FusedMatMulOp::verify() {
       return emitOpError("transA, transB, transBatchA and transBatchB must be "
                          "0 or 1");
   auto as = shapeOf(getA()), bs = shapeOf(getB());
-  if (as && bs && !getTransBatchA() && !getTransBatchB()) {
-    int64_t k1 = (*as)[as->size() - (getTransA() ? 2 : 1)];
-    int64_t k2 = (*bs)[bs->size() - (getTransB() ? 1 : 2)];
-    if (!isDyn(k1) && !isDyn(k2) && k1 != k2)
-      return emitOpError() << "inner dims differ: A " << getA().getType()
-                           << (getTransA() ? " (transposed)" : "") << " and B "
-                           << getB().getType()
-                           << (getTransB() ? " (transposed)" : "");
-  }
+  if (as && bs && !getTransBatchA() && !getTransBatchB())
+    return checkInnerDims(*this, getA(), getB(), getTransA(), getTransB(),
+                          (*as)[as->size() - (getTransA() ? 2 : 1)],
+                          (*bs)[bs->size() - (getTransB() ? 1 : 2)]);
   return success();
 }
 
