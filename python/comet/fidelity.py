@@ -34,7 +34,7 @@ import shlex
 import sys
 import time
 
-from comet.ablation import summary, train
+from comet.ablation import model_name, summary, train
 
 CONFIGS = {
     "none": ["--compress", "none"],
@@ -144,8 +144,11 @@ def compresses(config_args):
 
 
 def run_one(args, model, label, config_args, seed):
-    report = os.path.join(args.out_dir, f"{model}-{label}-seed{seed}.json")
-    extra = ["--lr", str(args.lr), *args.train_args]
+    report = os.path.join(args.out_dir,
+                          f"{model_name(model)}-{label}-seed{seed}.json")
+    extra = list(args.train_args)
+    if args.lr is not None:
+        extra += ["--lr", str(args.lr)]
     if args.evals_per_epoch > 0:
         per_epoch = 60000 // args.batch  # Fashion-MNIST's training split
         extra += ["--eval-interval",
@@ -163,7 +166,9 @@ def run_one(args, model, label, config_args, seed):
         r = train(args.comet_train, model, report, config_args,
                   epochs=args.epochs, batch=args.batch, seed=seed,
                   eval_samples=args.eval_samples, max_steps=args.max_steps,
-                  extra=extra, threads=args.threads)
+                  extra=extra, threads=args.threads,
+                  optimizer=None if args.optimizer == "folder"
+                  else args.optimizer)
     sites = [{"value": s["value"], "codec": s["codec"], "slot": s["slot"],
               "ratio": s["ratio"],
               "final_eb": s["eb_history"][-1]["eb"] if s["eb_history"]
@@ -173,7 +178,8 @@ def run_one(args, model, label, config_args, seed):
         "slot", "value", "param", "eb", "measured_std",
         "predicted_std_coherent", "ratio_coherent")}
         for m in r.get("error_model", [])]
-    return {"model": model, "config": label, "seed": seed, **summary(r),
+    return {"model": model_name(model), "config": label, "seed": seed,
+            **summary(r),
             "eval_history": r.get("eval_history", []), "sites": sites,
             "error_model": error_model, "report": report,
             "resumed": resumed}
@@ -324,7 +330,13 @@ def main(argv=None):
     p.add_argument("--max-steps", type=int, default=0,
                    help="stop each run after N steps (0: the epochs)")
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default: 0.01 with the built-in "
+                        "SGD, the folder's own with --optimizer folder)")
+    p.add_argument("--optimizer", default="builtin",
+                   help="'builtin' (SGD with momentum), 'folder' (the "
+                        "artifact folder's optimizer_model.onnx) or an "
+                        "optimizer graph")
     p.add_argument("--eval-samples", type=int, default=0,
                    help="test samples (0: all 10000)")
     p.add_argument("--evals-per-epoch", type=int, default=1,
@@ -348,6 +360,8 @@ def main(argv=None):
     p.add_argument("--json", help="also write the JSON here")
     p.add_argument("--png", help="draw the accuracy curves here")
     args = p.parse_args(argv)
+    if args.lr is None and args.optimizer == "builtin":
+        args.lr = 0.01
     os.makedirs(args.out_dir, exist_ok=True)
 
     configs = {c: CONFIGS[c] for c in args.configs}
@@ -379,7 +393,7 @@ def main(argv=None):
             # Lossy sites only: a mask site stores exactly what ReluGrad
             # reads, so compressing it changes no bit of training.
             sites = [s["value"] for s in next(
-                r for r in runs if r["model"] == model
+                r for r in runs if r["model"] == model_name(model)
                 and r["config"] == first)["sites"] if s["slot"] is not None]
             progress.total += len(args.seeds) * 2 * len(sites)
             for site in sites:
