@@ -10,8 +10,8 @@
 #include "comet/Conversion/Passes.h"
 #include "comet/Dialect/Comet/IR/CometDialect.h"
 #include "comet/Dialect/Comet/Transforms/Passes.h"
-#include "comet/Import/Checkpoint.h"
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
+#include "comet/Import/Checkpoint.h"
 #include "comet/Import/ONNXImporter.h"
 #include "comet/runtime/device.h"
 #include "comet/runtime/handles.h"
@@ -314,6 +314,11 @@ Error Engine::compile(const EngineOptions &options) {
   if (options.returnDropoutMasks)
     I.returnDropoutMasks(*m);
   std::string b = std::to_string(options.batchSize);
+  // One set of sizes for the compression policy, the bounds, the memory
+  // prediction and the buffers.
+  std::string specialize = "comet-specialize-shapes{batch-size=" + b + "}";
+  if (Error e = I.runPipeline(*m, specialize))
+    return e;
   if (options.compress != CompressMode::None) {
     if (Error e =
             I.runPipeline(*m, "comet-compress-activations{batch-size=" + b +
@@ -334,6 +339,8 @@ Error Engine::compile(const EngineOptions &options) {
     // What compress-activations would store compressed: the baseline's
     // side of the activation comparison.
     OwningOpRef<ModuleOp> probe = I.source->clone();
+    if (Error e = I.runPipeline(*probe, specialize))
+      return e;
     if (Error e =
             I.runPipeline(*probe, "comet-compress-activations{batch-size=" + b +
                                       (options.compressOptions.empty()

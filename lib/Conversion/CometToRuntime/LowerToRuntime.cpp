@@ -12,6 +12,7 @@
 #include "comet/Conversion/Passes.h"
 #include "comet/Conversion/RuntimeABI.h"
 #include "comet/Dialect/Comet/IR/CometOps.h"
+#include "comet/Dialect/Comet/Transforms/Passes.h"
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
 #include "comet/runtime/abi.h"
 
@@ -55,33 +56,6 @@ int32_t rtCategory(ValueCategory c) {
     return COMET_RT_MEM_OTHER;
   }
   return COMET_RT_MEM_OTHER;
-}
-
-/// Replaces every dynamic dim by `batch`.
-Type specialize(Type t, int64_t batch) {
-  auto fix = [&](RankedTensorType rt) {
-    if (rt.hasStaticShape())
-      return rt;
-    SmallVector<int64_t> shape(rt.getShape());
-    for (int64_t &d : shape)
-      if (ShapedType::isDynamic(d))
-        d = batch;
-    return RankedTensorType::get(shape, rt.getElementType(), rt.getEncoding());
-  };
-  if (auto rt = dyn_cast<RankedTensorType>(t))
-    return fix(rt);
-  if (auto ct = dyn_cast<CompressedType>(t))
-    return CompressedType::get(t.getContext(), fix(ct.getTensorType()),
-                               ct.getCodec());
-  return t;
-}
-
-bool hasDynamicDim(Type t) {
-  if (auto rt = dyn_cast<RankedTensorType>(t))
-    return !rt.hasStaticShape();
-  if (auto ct = dyn_cast<CompressedType>(t))
-    return !ct.getTensorType().hasStaticShape();
-  return isa<UnrankedTensorType>(t);
 }
 
 MemRefType memrefOf(Type tensorType) {
@@ -991,36 +965,6 @@ LogicalResult FuncLowering::run() {
   return success();
 }
 
-/// Sets the static type that `op`'s type inference gives each result whose
-/// type is not static yet; compress and decompress carry their operand's.
-void refineResultTypes(Operation *op, int64_t batch) {
-  if (llvm::none_of(op->getResultTypes(), hasDynamicDim))
-    return;
-  if (auto c = dyn_cast<CompressOp>(op)) {
-    if (auto t = dyn_cast<RankedTensorType>(c.getInput().getType());
-        t && t.hasStaticShape())
-      c.getResult().setType(
-          CompressedType::get(op->getContext(), t, c.getCodec()));
-    return;
-  }
-  if (auto d = dyn_cast<DecompressOp>(op)) {
-    if (auto ct = dyn_cast<CompressedType>(d.getInput().getType());
-        ct && ct.getTensorType().hasStaticShape())
-      d.getResult().setType(ct.getTensorType());
-    return;
-  }
-  auto ti = dyn_cast<onnx::TypeInferenceOpInterface>(op);
-  SmallVector<Type> inferred;
-  if (!ti || failed(ti.inferResultTypes(inferred)) ||
-      inferred.size() != op->getNumResults())
-    return;
-  for (auto [r, t] : llvm::zip(op->getResults(), inferred)) {
-    auto rt = dyn_cast_or_null<RankedTensorType>(t);
-    if (hasDynamicDim(r.getType()) && rt && rt.hasStaticShape())
-      r.setType(rt);
-  }
-}
-
 struct LowerToRuntimePass
     : public comet::impl::CometLowerToRuntimeBase<LowerToRuntimePass> {
   using Base::Base;
@@ -1032,28 +976,11 @@ struct LowerToRuntimePass
       if (!f.isExternal())
         funcs.push_back(f);
     for (func::FuncOp f : funcs) {
-      // Specialize the shapes first, so the analysis sees exact sizes.
-      bool dynamic = false;
-      auto fixValue = [&](Value v) {
-        if (hasDynamicDim(v.getType())) {
-          dynamic = true;
-          if (batchSize > 0)
-            v.setType(specialize(v.getType(), batchSize));
-        }
-      };
-      for (BlockArgument a : f.getArguments())
-        fixValue(a);
-      // In program order, so each op sees its operands' specialized types.
-      // A dynamic dim need not be the batch (heads x batch, tokens x batch
-      // in attention): where the op's type inference gives a static type
-      // from the specialized operands (shapes of static tensors fold), that
-      // type wins; replacing `?` by the batch is the fallback.
-      if (batchSize > 0)
-        for (Operation &op : f.getBody().getOps())
-          refineResultTypes(&op, batchSize);
+      // Specialize the shapes first, so the analysis sees exact sizes
+      // (comet-specialize-shapes has usually done it already).
+      bool dynamic = llvm::any_of(f.getArgumentTypes(), hasDynamicDim);
       f.walk([&](Operation *op) {
-        for (Value r : op->getResults())
-          fixValue(r);
+        dynamic |= llvm::any_of(op->getResultTypes(), hasDynamicDim);
       });
       if (dynamic && batchSize <= 0) {
         f.emitError("comet-lower-to-runtime: @")
@@ -1061,20 +988,8 @@ struct LowerToRuntimePass
             << " has dynamic dimensions; give batch-size=N to specialize them";
         return signalPassFailure();
       }
-      if (dynamic) {
-        SmallVector<Type> ins, outs;
-        for (Type t : f.getArgumentTypes())
-          ins.push_back(specialize(t, batchSize));
-        // A result takes its returned value's refined type (an attention
-        // tensor's dim is heads x batch), else the batch fallback.
-        Operation *ret = f.getBody().front().getTerminator();
-        for (auto [i, t] : llvm::enumerate(f.getResultTypes())) {
-          auto rt = dyn_cast<RankedTensorType>(ret->getOperand(i).getType());
-          outs.push_back(rt && rt.hasStaticShape() ? Type(rt)
-                                                   : specialize(t, batchSize));
-        }
-        f.setFunctionType(FunctionType::get(f.getContext(), ins, outs));
-      }
+      if (dynamic)
+        specializeShapes(f, batchSize);
       FuncLowering lowering(f, module, checkErrors);
       if (failed(lowering.run()))
         return signalPassFailure();

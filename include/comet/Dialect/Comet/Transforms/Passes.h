@@ -4,6 +4,7 @@
 
 #include "comet/Dialect/Comet/IR/CometOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -17,6 +18,24 @@ enum class CodecChoice { Auto, Sz, Mask };
 enum class BoundRule { Comet, Acgc };
 /// comet-compress-activations' `batchnorm`.
 enum class BatchNormPolicy { Sz, Keep };
+
+/// What specializeShapes did: values typed by their op's inference, and
+/// values (arguments included) whose `?` dims took the batch.
+struct ShapeSpecialization {
+  int64_t inferred = 0;
+  int64_t batch = 0;
+};
+
+/// Whether `t` (a tensor or a compressed handle) has a dynamic dim.
+bool hasDynamicDim(mlir::Type t);
+
+/// Gives every value of `f` a static shape: arguments take `batch` for each
+/// `?`, each op's results the static type its inference gives from the
+/// specialized operands (falling back to `batch`), and `f`'s results their
+/// returned values' types. comet-specialize-shapes runs it on each
+/// function; the lowering runs it too, so a graph that skipped the pass
+/// still lowers.
+ShapeSpecialization specializeShapes(mlir::func::FuncOp f, int64_t batch);
 
 #define GEN_PASS_DECL
 #include "comet/Dialect/Comet/Transforms/Passes.h.inc"

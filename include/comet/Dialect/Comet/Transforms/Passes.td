@@ -4,6 +4,53 @@
 
 include "mlir/Pass/PassBase.td"
 
+def CometSpecializeShapes
+    : Pass<"comet-specialize-shapes", "mlir::ModuleOp"> {
+  let summary = "Give every dynamic dimension its size for one batch size";
+  let description = [{
+    Graphs exported with a dynamic batch have `?` dims, but the liveness
+    analysis (value sizes, the bounds' term counts, the memory prediction)
+    and the lowering (buffers) need numbers. A `?` is not always the batch:
+    attention reshapes it into heads x batch and tokens x batch. So the
+    function's arguments take `batch-size` for each `?`; then, in program
+    order, each op's results take the static type that its type inference
+    gives from its already specialized operands (a Reshape whose shape
+    operand is a constant, a Transpose, a MatMul...), and only where the
+    inference gives none does a `?` fall back to `batch-size`. The
+    function's results take their returned values' types. Run it before
+    `--comet-compress-activations`, so both the compression and the
+    lowering see the same sizes; `--comet-lower-to-runtime` runs the same
+    code on a graph that skipped it.
+
+    Input (`batch-size=2`):
+    ```mlir
+    func.func @f(%x: tensor<?x4x3xf32>) -> tensor<?x3xf32> {
+      %s = onnx.Initializer "s" dense<[-1, 3]> : tensor<2xi64>
+      %y = onnx.Reshape(%x, %s) : (tensor<?x4x3xf32>, tensor<2xi64>) -> tensor<?x3xf32>
+      return %y : tensor<?x3xf32>
+    }
+    ```
+    Output: the rows are batch x 4, not the batch:
+    ```mlir
+    func.func @f(%x: tensor<2x4x3xf32>) -> tensor<8x3xf32> {
+      %s = onnx.Initializer "s" dense<[-1, 3]> : tensor<2xi64>
+      %y = onnx.Reshape(%x, %s) : (tensor<2x4x3xf32>, tensor<2xi64>) -> tensor<8x3xf32>
+      return %y : tensor<8x3xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"batchSize", "batch-size", "int64_t", /*default=*/"0",
+           "Size of the batch dimension (required, positive)">,
+  ];
+  let statistics = [
+    Statistic<"numInferred", "inferred",
+              "Values typed by their op's type inference">,
+    Statistic<"numBatch", "batch-fallback",
+              "Values whose dynamic dims took the batch size">,
+  ];
+}
+
 def CometMemoryReport : Pass<"comet-memory-report", "mlir::ModuleOp"> {
   let summary = "Print the memory timeline and predicted peak of each function";
   let description = [{
