@@ -1,0 +1,70 @@
+"""python -m comet.bench_models: a short real run on the checked-in cnn
+artifact folder must give the tables, the per-kind ratios (op types read
+from its training graph) and the goals, each figure from the run's own
+reports (docs/benchmarks.md, "Exported models at batch 128")."""
+import json
+import os
+
+import pytest
+from comet_tools import ROOT, tool
+
+from comet import bench_models
+
+CNN = os.path.join(ROOT, "test", "fixtures", "models", "cnn")
+
+
+def test_producers_name_the_saved_values_ops():
+    made_by = bench_models.producers("cnn")
+    # Single-result nodes are named by the node, several results NAME:i,
+    # as the liveness analysis names saved values.
+    assert made_by["/features/features.0/Conv"] == "Conv"
+    assert made_by["/classifier/classifier.1/Dropout:1"] == "Dropout"
+    assert made_by[
+        "/features/features.1/BatchNormalization_BatchNormInternal:0"] == \
+        "BatchNormInternal"
+
+
+def test_short_run_tables_and_json(tmp_path, capsys):
+    js = tmp_path / "m.json"
+    argv = ["--comet-train", tool("comet-train"), "--models", CNN,
+            "--configs", "static", "--seeds", "1", "2", "--max-steps", "4",
+            "--batch", "32", "--eval-samples", "64", "--threads", "1",
+            "--out-dir", str(tmp_path / "out"), "--json", str(js)]
+    assert bench_models.main(argv) == 0
+    out = capsys.readouterr()
+    assert "[4/4]" in out.err  # progress: (none, static) x 2 seeds
+    assert "| cnn | static |" in out.out and "Conv/sz" in out.out
+    res = json.loads(js.read_text())
+    rows = {r["config"]: r for r in res["rows"]}
+    assert set(rows) == {"none", "static"}
+    none, st = rows["none"], rows["static"]
+    assert none["activation_ratio"] == pytest.approx(1.0)
+    assert none["accuracy_change_pp"] is None
+    assert st["seeds"] == [1, 2] and st["steps"] == 4
+    # Compressing stores fewer activation bytes and lowers the peak.
+    assert st["activation_bytes_compressed"] < \
+        st["activation_bytes_uncompressed"]
+    assert st["peak_reduction"] > 1
+    # Per kind: the bytes of the kinds add up to the run's activations.
+    kinds = st["per_kind"]
+    assert {"Conv/sz", "Dropout/mask"} <= set(kinds)
+    total_in = sum(k["bytes_uncompressed"] for k in kinds.values())
+    assert total_in == pytest.approx(2 * st["activation_bytes_uncompressed"])
+    for k in kinds.values():
+        assert k["ratio"] == pytest.approx(
+            k["bytes_uncompressed"] / k["bytes_compressed"])
+    # The paired change comes from the runs of the same seeds.
+    runs = {(r["config"], r["seed"]): r for r in res["runs"]}
+    diffs = [100 * (runs["static", s]["test_accuracy"]
+                    - runs["none", s]["test_accuracy"]) for s in (1, 2)]
+    assert st["accuracy_change_pp"]["diffs"] == pytest.approx(diffs)
+    assert any("cnn static: accuracy change" in g["goal"]
+               for g in res["goals"])
+
+
+def test_missing_model_is_an_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench_models.main(["--models", str(tmp_path / "nope"),
+                           "--out-dir", str(tmp_path)])
+    assert e.value.code == 2
+    assert "no training graph for model" in capsys.readouterr().err
