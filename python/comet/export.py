@@ -51,6 +51,7 @@ TORCH_MODELS = {
     "transformer": (16, True),
     "resnet18": (17, False),
     "mobilenet_v2": (17, False),
+    "actnet": (17, True),
 }
 TORCH_ENV_HINT = ("the PyTorch models need torch and torchvision: run with "
                   ".venv-export/bin/python (made by scripts/setup.sh)")

@@ -98,9 +98,32 @@ def cnn() -> nn.Module:
     return Cnn()
 
 
+class ActNet(nn.Module):
+    """Sigmoid, tanh and average pooling: Conv 3x3 - Sigmoid - AvgPool 2x2,
+    Conv 3x3 - Tanh - AvgPool 3x3 stride 2 pad 1 (count_include_pad=False),
+    Flatten, Linear 10.  torch exports the first pool (count_include_pad
+    defaults to True) as a Pad before an unpadded AveragePool, the second
+    as an AveragePool with pads."""
+
+    def __init__(self, c1=8, c2=16, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, c1, 3, padding=1), nn.Sigmoid(), nn.AvgPool2d(2),
+            nn.Conv2d(c1, c2, 3, padding=1), nn.Tanh(),
+            nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False))
+        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(c2 * 7 * 7, classes))
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+def actnet() -> nn.Module:
+    return ActNet()
+
+
 # The names comet.export.TORCH_MODELS lists (with each one's opset).
 BUILDERS = {"cnn": cnn, "transformer": transformer, "resnet18": resnet18,
-            "mobilenet_v2": mobilenet_v2}
+            "mobilenet_v2": mobilenet_v2, "actnet": actnet}
 
 
 def build(name: str, seed: int = 0) -> nn.Module:

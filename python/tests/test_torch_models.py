@@ -23,15 +23,20 @@ FIXTURES = ROOT / "test" / "fixtures" / "models"
 EXPORT_PY = pathlib.Path(os.environ.get("COMET_EXPORT_PYTHON", ROOT / ".venv-export" / "bin" / "python"))
 BUILD = pathlib.Path(os.environ.get("COMET_BUILD_DIR", ROOT / "build"))
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-SMALL = ["cnn", "transformer"]
+SMALL = ["cnn", "transformer", "actnet"]
+# ORT's AveragePoolGrad takes dX's shape from the graph when the session is
+# made; with the symbolic batch of the artifacts that shape is empty and the
+# step dies of SIGFPE (test_torch_models_vs_ort.py makes the batch static
+# for its check), so actnet has no reference step here.
+REFERENCE_SMALL = ["cnn", "transformer"]
 LARGE = ["resnet18", "mobilenet_v2"]
 FILES = ["model.onnx", "training_model.onnx", "eval_model.onnx", "optimizer_model.onnx",
          "checkpoint"]
 LOSS = "onnx::loss::2"
 # Parameter counts of the torch modules (trainable, BatchNorm running statistics).
-PARAMS = {"cnn": (207018, 96), "transformer": (104394, 0),
+PARAMS = {"cnn": (207018, 96), "transformer": (104394, 0), "actnet": (9098, 0),
           "resnet18": (11175370, 9600), "mobilenet_v2": (2236106, 34112)}
-OPSETS = {"cnn": 17, "transformer": 16, "resnet18": 17, "mobilenet_v2": 17}
+OPSETS = {"cnn": 17, "transformer": 16, "actnet": 17, "resnet18": 17, "mobilenet_v2": 17}
 
 
 def need(ok: bool, why: str) -> None:
@@ -121,6 +126,8 @@ KEY_OPS = {
                     ("com.microsoft", "FusedMatMul"), ("com.microsoft", "BiasGelu"),
                     ("com.microsoft", "SoftmaxGrad_13"), ("ai.onnx", "Dropout"),
                     ("ai.onnx", "Transpose")},
+    "actnet": {("com.microsoft", "SigmoidGrad"), ("com.microsoft", "TanhGrad"),
+               ("ai.onnx", "AveragePoolGrad"), ("ai.onnx", "Pad"), ("ai.onnx", "Neg")},
     "resnet18": {("com.microsoft", "BatchNormInternal"), ("ai.onnx", "MaxPoolGrad"),
                  ("ai.onnx", "GlobalAveragePool")},
     "mobilenet_v2": {("ai.onnx", "Clip"), ("ai.onnx", "GreaterOrEqual"), ("ai.onnx", "Dropout"),
@@ -199,7 +206,7 @@ def check_reference(d, batch):
     return ref
 
 
-@pytest.mark.parametrize("name", SMALL)
+@pytest.mark.parametrize("name", REFERENCE_SMALL)
 def test_reference_step_small(name, fashion_batch):
     ref = check_reference(FIXTURES / name, fashion_batch)
     if name == "cnn":  # BatchNorm running statistics moved from 0 and 1

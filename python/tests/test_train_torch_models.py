@@ -61,3 +61,36 @@ def test_static_compression_trains(name, tmp_path):
         assert len(masks) == 1 and masks[0]["codec"] == "mask", r["slots"]
         # One bit per element plus the stream header.
         assert masks[0]["ratio"] > 5, masks[0]
+
+
+def test_actnet_trains_from_its_artifact_folder(tmp_path):
+    """actnet (Sigmoid, Tanh, AveragePool and the Pad torch exports with it)
+    trains from its folder alone: the folder's AdamW, eval graph and
+    checkpoint. Static compression keeps the sigmoid and tanh outputs that
+    SigmoidGrad and TanhGrad read as sz slots (dense: R = 1) and saves
+    nothing for AveragePoolGrad, which reads only dY."""
+    if not os.path.isdir(FMNIST):
+        pytest.skip("dataset-fashion-mnist not installed")
+    d = model_dir("actnet")
+    steps = 100
+    rep = tmp_path / "r.json"
+    p = subprocess.run([tool("comet-train"), str(d), "--data", "fashion-mnist",
+                        "--data-dir", FMNIST, "--batch", "32", "--max-steps", str(steps),
+                        "--eval-samples", "256", "--report", str(rep), "--quiet"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(rep.read_text())
+    assert r["steps"] == steps and r["compress"] == "static"
+    losses = r["loss_history"]
+    assert len(losses) == steps and all(np.isfinite(losses))
+    # AdamW at 1e-3: about 2.29 over the first 25 steps, 1.30 over the last.
+    k = steps // 4
+    assert np.mean(losses[-k:]) < 0.75 * np.mean(losses[:k]), losses
+    assert 0.3 < r["test_accuracy"] <= 1.0, r["test_accuracy"]
+    # Slots are named by the node that computes the value.
+    slots = {s["value"]: s for s in r["slots"]}
+    for v in ("/features/features.1/Sigmoid", "/features/features.4/Tanh"):
+        assert v in slots and slots[v]["codec"] == "sz", r["slots"]
+        assert slots[v]["ratio"] > 1.0, slots[v]
+    # The Pad output that only AveragePool reads is no saved activation.
+    assert not any("Pad" in v for v in slots), r["slots"]

@@ -201,3 +201,63 @@ func.func @returned_heads(%x: tensor<?x4x3xf32>) -> (tensor<?x3xf32>, tensor<?x3
   %d, %m = onnx.Dropout(%y, %r, %t) : (tensor<?x3xf32>, tensor<f32>, tensor<i1>) -> (tensor<?x3xf32>, tensor<?x3xi1>)
   return %d, %m : tensor<?x3xf32>, tensor<?x3xi1>
 }
+
+// -----
+
+// Sigmoid, Tanh and their gradients; AveragePool (2x2, and 3x3 stride 2 pad
+// 1 without the padding in the count) and AveragePoolGrad take kernel,
+// strides, pads and count_include_pad; Pad takes its pads as a constant
+// memref, and the gradient's Neg of constant pads folds to a constant.
+// CHECK-LABEL: func.func @activations(
+// CHECK: call @comet_rt_sigmoid(%arg0, %{{.*}}, %{{.*}}) : (!llvm.ptr, memref<*xf32>, memref<*xf32>) -> i32
+// CHECK: %[[PADS:.*]] = memref.get_global @__comet_const_{{[0-9]+}} : memref<8xi64>
+// CHECK: call @comet_rt_pad(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, memref<*xf32>, memref<*xi64>, memref<*xf32>, memref<*xf32>) -> i32
+// CHECK: %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK: call @comet_rt_avgpool2d(%arg0, %{{.*}}, %{{.*}}, %[[TWO]], %[[TWO]], %[[TWO]], %[[TWO]], %[[ZERO]], %[[ZERO]], %[[ZERO]], %[[ZERO]], %[[ONE]])
+// CHECK: call @comet_rt_tanh(%arg0,
+// CHECK: %[[THREE:.*]] = arith.constant 3 : i64
+// CHECK: call @comet_rt_avgpool2d(%arg0, %{{.*}}, %{{.*}}, %[[THREE]], %[[THREE]], %[[TWO]], %[[TWO]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ZERO]])
+// CHECK: call @comet_rt_avgpool_grad2d(%arg0, %{{.*}}, %{{.*}}, %[[THREE]], %[[THREE]], %[[TWO]], %[[TWO]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ONE]], %[[ZERO]])
+// CHECK: call @comet_rt_tanh_grad(%arg0,
+// CHECK: call @comet_rt_avgpool_grad2d(%arg0, %{{.*}}, %{{.*}}, %[[TWO]], %[[TWO]], %[[TWO]], %[[TWO]], %[[ZERO]], %[[ZERO]], %[[ZERO]], %[[ZERO]], %[[ONE]])
+// CHECK: call @comet_rt_identity_i64(%arg0,
+// CHECK: call @comet_rt_pad(%arg0,
+// CHECK: call @comet_rt_sigmoid_grad(%arg0,
+func.func @activations(%x: tensor<?x2x8x8xf32>, %dy: tensor<?x2x2x2xf32>) -> (tensor<?x2x2x2xf32>, tensor<?x2x8x8xf32>) {
+  %none = onnx.NoValue
+  %pads = onnx.Constant {value = dense<0> : tensor<8xi64>} : tensor<8xi64>
+  %s = onnx.Sigmoid(%x) : (tensor<?x2x8x8xf32>) -> tensor<?x2x8x8xf32>
+  %p = onnx.Pad(%s, %pads, %none, %none) : (tensor<?x2x8x8xf32>, tensor<8xi64>, none, none) -> tensor<?x2x8x8xf32>
+  %a = onnx.AveragePool(%p) {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, count_include_pad = 1 : i64} : (tensor<?x2x8x8xf32>) -> tensor<?x2x4x4xf32>
+  %t = onnx.Tanh(%a) : (tensor<?x2x4x4xf32>) -> tensor<?x2x4x4xf32>
+  %y = onnx.AveragePool(%t) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<?x2x4x4xf32>) -> tensor<?x2x2x2xf32>
+  %dt = onnx.AveragePoolGrad(%dy) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<?x2x2x2xf32>) -> tensor<?x2x4x4xf32>
+  %da = onnx.TanhGrad(%dt, %t) : (tensor<?x2x4x4xf32>, tensor<?x2x4x4xf32>) -> tensor<?x2x4x4xf32>
+  %dp = onnx.AveragePoolGrad(%da) {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, count_include_pad = 1 : i64} : (tensor<?x2x4x4xf32>) -> tensor<?x2x8x8xf32>
+  %np = onnx.Neg(%pads) : (tensor<8xi64>) -> tensor<8xi64>
+  %ds = onnx.Pad(%dp, %np, %none, %none) : (tensor<?x2x8x8xf32>, tensor<8xi64>, none, none) -> tensor<?x2x8x8xf32>
+  %dx = onnx.SigmoidGrad(%ds, %s) : (tensor<?x2x8x8xf32>, tensor<?x2x8x8xf32>) -> tensor<?x2x8x8xf32>
+  return %y, %dx : tensor<?x2x2x2xf32>, tensor<?x2x8x8xf32>
+}
+
+// -----
+
+// A float Neg multiplies by -1 (Scale); Pad of some axes spreads its pads
+// over all dims.
+// CHECK-DAG: memref.global "private" constant @[[M1:__comet_const_[0-9]+]] : memref<1xf32> = dense<-1.000000e+00>
+// CHECK-DAG: memref.global "private" constant @[[PADS:__comet_const_[0-9]+]] : memref<4xi64> = dense<[0, 1, 0, 2]>
+// CHECK-LABEL: func.func @neg_and_axes_pad(
+// CHECK: memref.get_global @[[M1]] : memref<1xf32>
+// CHECK: call @comet_rt_scale(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> i32
+// CHECK: memref.get_global @[[PADS]] : memref<4xi64>
+// CHECK: call @comet_rt_pad(%arg0,
+func.func @neg_and_axes_pad(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x6xf32>) {
+  %none = onnx.NoValue
+  %n = onnx.Neg(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %pads = onnx.Constant {value = dense<[1, 2]> : tensor<2xi64>} : tensor<2xi64>
+  %axes = onnx.Constant {value = dense<[-1]> : tensor<1xi64>} : tensor<1xi64>
+  %p = onnx.Pad(%x, %pads, %none, %axes) : (tensor<2x3xf32>, tensor<2xi64>, none, tensor<1xi64>) -> tensor<2x6xf32>
+  return %n, %p : tensor<2x3xf32>, tensor<2x6xf32>
+}

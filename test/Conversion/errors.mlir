@@ -46,3 +46,42 @@ func.func @bool_raw(%m: tensor<2x8xi1>) -> tensor<2x8xi1> {
   %d = comet.decompress %c : !comet.compressed<tensor<2x8xi1>, raw> -> tensor<2x8xi1>
   return %d : tensor<2x8xi1>
 }
+
+// -----
+
+// AveragePool: ceil_mode 1 is refused.
+func.func @avgpool_ceil(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
+  // expected-error @+1 {{comet-lower-to-runtime: onnx.AveragePool with ceil_mode 1 is not supported}}
+  %y = onnx.AveragePool(%x) {ceil_mode = 1 : i64, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32>
+  return %y : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// AveragePoolGrad: only 2-D.
+func.func @avgpool_grad_1d(%dy: tensor<1x2x2xf32>) -> tensor<1x2x4xf32> {
+  // expected-error @+1 {{comet-lower-to-runtime: only 2-D onnx.AveragePoolGrad is supported}}
+  %dx = onnx.AveragePoolGrad(%dy) {kernel_shape = array<i64: 2>, strides = array<i64: 2>} : (tensor<1x2x2xf32>) -> tensor<1x2x4xf32>
+  return %dx : tensor<1x2x4xf32>
+}
+
+// -----
+
+// Pad: only constant mode.
+func.func @pad_reflect(%x: tensor<2x3xf32>) -> tensor<2x5xf32> {
+  %none = onnx.NoValue
+  %pads = onnx.Constant {value = dense<[0, 1, 0, 1]> : tensor<4xi64>} : tensor<4xi64>
+  // expected-error @+1 {{comet-lower-to-runtime: Pad mode 'reflect' is not supported (only 'constant')}}
+  %y = onnx.Pad(%x, %pads, %none, %none) {mode = "reflect"} : (tensor<2x3xf32>, tensor<4xi64>, none, none) -> tensor<2x5xf32>
+  return %y : tensor<2x5xf32>
+}
+
+// -----
+
+// Pad: the pads are constant.
+func.func @pad_dynamic(%x: tensor<2x3xf32>, %pads: tensor<4xi64>) -> tensor<2x5xf32> {
+  %none = onnx.NoValue
+  // expected-error @+1 {{comet-lower-to-runtime: Pad needs constant pads}}
+  %y = onnx.Pad(%x, %pads, %none, %none) : (tensor<2x3xf32>, tensor<4xi64>, none, none) -> tensor<2x5xf32>
+  return %y : tensor<2x5xf32>
+}

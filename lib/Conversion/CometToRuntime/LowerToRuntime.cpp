@@ -791,6 +791,91 @@ LogicalResult FuncLowering::lower(Operation *op) {
         return call(Fn::inplace_accumulator_v2,
                     {in(0), in(1), in(2), res(0), res(1)});
       })
+      // Sigmoid, Tanh, AveragePool and the Pad/Neg around it.
+      .Case<SigmoidOp>([&](SigmoidOp) {
+        return call(Fn::sigmoid, {in(0), res(0)});
+      })
+      .Case<TanhOp>([&](TanhOp) {
+        return call(Fn::tanh, {in(0), res(0)});
+      })
+      .Case<SigmoidGradOp>([&](SigmoidGradOp) {
+        return call(Fn::sigmoid_grad, {in(0), in(1), res(0)});
+      })
+      .Case<TanhGradOp>([&](TanhGradOp) {
+        return call(Fn::tanh_grad, {in(0), in(1), res(0)});
+      })
+      .Case<AveragePoolOp, AveragePoolGradOp>(
+          [&](Operation *o) -> LogicalResult {
+            auto attrs = [&](auto pool) -> LogicalResult {
+              ArrayRef<int64_t> k = pool.getKernelShape();
+              if (k.size() != 2)
+                return o->emitError("comet-lower-to-runtime: only 2-D ")
+                       << o->getName() << " is supported";
+              if (pool.getCeilMode() != 0)
+                return o->emitError("comet-lower-to-runtime: ")
+                       << o->getName() << " with ceil_mode 1 is not supported";
+              if (auto d = pool.getDilations();
+                  d && llvm::any_of(*d, [](int64_t v) { return v != 1; }))
+                return o->emitError("comet-lower-to-runtime: ")
+                       << o->getName() << " with dilations is not supported";
+              SmallVector<Value> a = {in(0), res(0), i64c(k[0]), i64c(k[1])};
+              // Strides and pads; the runtime takes no dilations.
+              if (failed(convAttrs(o, o->getOperand(0), pool.getPads(),
+                                   pool.getStrides(), std::nullopt,
+                                   pool.getAutoPad(), /*group=*/0, a)))
+                return failure();
+              a.pop_back_n(2);
+              a.push_back(i64c(pool.getCountIncludePad()));
+              return call(isa<AveragePoolOp>(o) ? Fn::avgpool2d
+                                                : Fn::avgpool_grad2d,
+                          a);
+            };
+            if (auto f = dyn_cast<AveragePoolOp>(o))
+              return attrs(f);
+            return attrs(cast<AveragePoolGradOp>(o));
+          })
+      .Case<PadOp>([&](PadOp o) -> LogicalResult {
+        if (o.getMode() != "constant")
+          return o.emitError("comet-lower-to-runtime: Pad mode '")
+                 << o.getMode() << "' is not supported (only 'constant')";
+        auto pads = onnx::getConstantInts(o.getPads());
+        if (!pads)
+          return o.emitError("comet-lower-to-runtime: Pad needs constant "
+                             "pads");
+        // pads of `axes` only: spread over all dims.
+        int64_t r = cast<RankedTensorType>(o.getData().getType()).getRank();
+        SmallVector<int64_t> full(2 * r, 0);
+        if (isa<NoneType>(o.getAxes().getType())) {
+          if (int64_t(pads->size()) != 2 * r)
+            return o.emitError("comet-lower-to-runtime: Pad has ")
+                   << pads->size() << " pads for rank " << r;
+          full = *pads;
+        } else {
+          auto axes = onnx::getConstantInts(o.getAxes());
+          if (!axes || pads->size() != 2 * axes->size())
+            return o.emitError("comet-lower-to-runtime: Pad needs constant "
+                               "axes, two pads each");
+          for (auto [i, x] : llvm::enumerate(*axes)) {
+            if (x < -r || x >= r)
+              return o.emitError("comet-lower-to-runtime: Pad axis ")
+                     << x << " is out of range for rank " << r;
+            int64_t ax = x < 0 ? x + r : x;
+            full[ax] = (*pads)[i];
+            full[r + ax] = (*pads)[i + axes->size()];
+          }
+        }
+        return call(Fn::pad, {in(0), constMemref(full), in(2), res(0)});
+      })
+      .Case<NegOp>([&](NegOp o) -> LogicalResult {
+        auto t = cast<RankedTensorType>(o.getY().getType());
+        if (t.getElementType().isInteger(64)) {
+          if (!onnx::getConstantInts(o.getY()))
+            return o.emitError("comet-lower-to-runtime: integer Neg is only "
+                               "supported on constants");
+          return foldI64(o);
+        }
+        return call(Fn::scale, {in(0), constMemref(-1.0f), res(0), i64c(0)});
+      })
       .Case<CompressOp>([&](CompressOp o) -> LogicalResult {
         auto mt = cast<MemRefType>(operand(o.getInput()).getType());
         bool isBool = mt.getElementType().isInteger(1);

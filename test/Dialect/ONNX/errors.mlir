@@ -480,3 +480,102 @@ func.func @and_operands(%a: tensor<2xf32>, %b: tensor<2xf32>) {
   %c = onnx.And(%a, %b) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
   return
 }
+
+// -----
+
+// Sigmoid: the input is float.
+func.func @sigmoid_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{X must have a float element type, got 'i64'}}
+  %y = onnx.Sigmoid(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// Tanh: the output has the input's shape.
+func.func @tanh_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{shape mismatch: input is 'tensor<4xf32>' but output is 'tensor<5xf32>'}}
+  %y = onnx.Tanh(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+// SigmoidGrad: dY and Y share a shape.
+func.func @sigmoid_grad_shape(%dy: tensor<2x4xf32>, %y: tensor<2x5xf32>) {
+  // expected-error @+1 {{shape mismatch: dY is 'tensor<2x4xf32>' but Y is 'tensor<2x5xf32>'}}
+  %dx = onnx.SigmoidGrad(%dy, %y) : (tensor<2x4xf32>, tensor<2x5xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// TanhGrad: one element type.
+func.func @tanh_grad_type(%dy: tensor<4xf16>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{element type mismatch: dY has 'f16' but Y has 'f32'}}
+  %dx = onnx.TanhGrad(%dy, %y) : (tensor<4xf16>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// AveragePool: count_include_pad is 0 or 1.
+func.func @avgpool_count_include_pad(%x: tensor<1x2x4x4xf32>) {
+  // expected-error @+1 {{count_include_pad must be 0 or 1, got 2}}
+  %y = onnx.AveragePool(%x) {count_include_pad = 2 : i64, kernel_shape = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x3x3xf32>
+  return
+}
+
+// -----
+
+// AveragePool: a pad is smaller than the kernel.
+func.func @avgpool_pads(%x: tensor<1x2x4x4xf32>) {
+  // expected-error @+1 {{pads [2, 0, 0, 0] must be smaller than kernel_shape [2, 2]}}
+  %y = onnx.AveragePool(%x) {kernel_shape = array<i64: 2, 2>, pads = array<i64: 2, 0, 0, 0>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x5x3xf32>
+  return
+}
+
+// -----
+
+// AveragePoolGrad: kernel_shape has one value per spatial dim.
+func.func @avgpool_grad_kernel(%dy: tensor<1x2x2x2xf32>) {
+  // expected-error @+1 {{kernel_shape has 1 values but the input has 2 spatial dims (expected 2)}}
+  %dx = onnx.AveragePoolGrad(%dy) {kernel_shape = array<i64: 2>} : (tensor<1x2x2x2xf32>) -> tensor<1x2x4x4xf32>
+  return
+}
+
+// -----
+
+// Pad: two pads per dim.
+func.func @pad_count(%x: tensor<2x3xf32>, %p: tensor<3xi64>, %none: none) {
+  // expected-error @+1 {{pads has 3 values but data has rank 2 (expected 4)}}
+  %y = onnx.Pad(%x, %p, %none, %none) : (tensor<2x3xf32>, tensor<3xi64>, none, none) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Pad: a known mode.
+func.func @pad_mode(%x: tensor<2x3xf32>, %p: tensor<4xi64>, %none: none) {
+  // expected-error @+1 {{unknown mode 'mirror'}}
+  %y = onnx.Pad(%x, %p, %none, %none) {mode = "mirror"} : (tensor<2x3xf32>, tensor<4xi64>, none, none) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Pad: constant_value is one element of data's type.
+func.func @pad_value(%x: tensor<2x3xf32>, %p: tensor<4xi64>, %v: tensor<2xf32>, %none: none) {
+  // expected-error @+1 {{constant_value must hold one element, got 'tensor<2xf32>'}}
+  %y = onnx.Pad(%x, %p, %v, %none) : (tensor<2x3xf32>, tensor<4xi64>, tensor<2xf32>, none) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Neg: float or signed integer.
+func.func @neg_bool(%x: tensor<4xi1>) {
+  // expected-error @+1 {{X must have a float or signed integer element type, got 'i1'}}
+  %y = onnx.Neg(%x) : (tensor<4xi1>) -> tensor<4xi1>
+  return
+}

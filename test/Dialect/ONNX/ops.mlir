@@ -76,3 +76,30 @@ func.func @clip_and_its_gradient(%x: tensor<?x8x4x4xf32>, %lo: tensor<f32>, %hi:
   %dx = onnx.Mul(%dy, %f) : (tensor<?x8x4x4xf32>, tensor<?x8x4x4xf32>) -> tensor<?x8x4x4xf32>
   return %y, %dx : tensor<?x8x4x4xf32>, tensor<?x8x4x4xf32>
 }
+
+// Sigmoid, Tanh and AveragePool as torch exports them (nn.AvgPool2d with
+// count_include_pad as a Pad and an unpadded AveragePool), and the gradients
+// ORT builds for them: AveragePoolGrad, Pad by the Neg'ed pads, SigmoidGrad
+// and TanhGrad reading the forward outputs.
+// CHECK-LABEL: func.func @activations_and_average_pool
+func.func @activations_and_average_pool(%x: tensor<?x4x8x8xf32>, %pads: tensor<8xi64>, %dy: tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x8x8xf32>) {
+  %none = onnx.NoValue
+  // CHECK: %[[S:.*]] = onnx.Sigmoid(%{{.*}}) : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %s = onnx.Sigmoid(%x) : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  // CHECK: %[[T:.*]] = onnx.Tanh(%[[S]]) : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %t = onnx.Tanh(%s) : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  // CHECK: onnx.Pad(%[[T]], %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x4x8x8xf32>, tensor<8xi64>, none, none) -> tensor<?x4x8x8xf32>
+  %p = onnx.Pad(%t, %pads, %none, %none) : (tensor<?x4x8x8xf32>, tensor<8xi64>, none, none) -> tensor<?x4x8x8xf32>
+  // CHECK: onnx.AveragePool(%{{.*}}) {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>) -> tensor<?x4x4x4xf32>
+  %y = onnx.AveragePool(%p) {count_include_pad = 0 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x4x8x8xf32>) -> tensor<?x4x4x4xf32>
+  // CHECK: onnx.AveragePoolGrad(%{{.*}}) {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  %dp = onnx.AveragePoolGrad(%dy) {count_include_pad = 0 : i64, kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x4x4x4xf32>) -> tensor<?x4x8x8xf32>
+  // CHECK: onnx.Neg(%{{.*}}) : (tensor<8xi64>) -> tensor<8xi64>
+  %np = onnx.Neg(%pads) : (tensor<8xi64>) -> tensor<8xi64>
+  %dt = onnx.Pad(%dp, %np, %none, %none) : (tensor<?x4x8x8xf32>, tensor<8xi64>, none, none) -> tensor<?x4x8x8xf32>
+  // CHECK: onnx.TanhGrad(%{{.*}}, %[[T]]) : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %ds = onnx.TanhGrad(%dt, %t) : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  // CHECK: onnx.SigmoidGrad(%{{.*}}, %[[S]]) : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %dx = onnx.SigmoidGrad(%ds, %s) : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  return %y, %dx : tensor<?x4x4x4xf32>, tensor<?x4x8x8xf32>
+}

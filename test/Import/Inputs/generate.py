@@ -126,6 +126,32 @@ save("mobilenet-ops.onnx", [
     [w("wd", (8, 1, 3, 3), 5), scalar("zero", 0.0), scalar("six", 6.0),
      scalar("ratio", 0.2), scalar("train", True, np.bool_)])
 
+# Sigmoid, Tanh and average pooling as torch exports them and the gradients
+# ORT builds: a Pad (count_include_pad) before an unpadded AveragePool, an
+# AveragePool with pads, AveragePoolGrad, the Pad by the Neg'ed pads,
+# TanhGrad and SigmoidGrad reading the forward outputs. Only the
+# AveragePoolGrad outputs have value_info (as in ORT's graphs: dY does not
+# tell the input's size); every other type is inferred.
+save("activation-ops.onnx", [
+    node("Sigmoid", ["x"], ["s"], "sigmoid"),
+    node("Pad", ["s", "pads"], ["p"], "pad", mode="constant"),
+    node("AveragePool", ["p"], ["a"], "pool1", kernel_shape=[2, 2], strides=[2, 2],
+         pads=[0, 0, 0, 0], count_include_pad=0, ceil_mode=0, auto_pad="NOTSET"),
+    node("Tanh", ["a"], ["t"], "tanh"),
+    node("AveragePool", ["t"], ["y"], "pool2", kernel_shape=[3, 3], strides=[2, 2],
+         pads=[1, 1, 1, 1]),
+    node("AveragePoolGrad", ["y"], ["dt"], "pool2_grad", kernel_shape=[3, 3],
+         strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=0),
+    node("TanhGrad", ["dt", "t"], ["da"], "tanh_grad", MS),
+    node("AveragePoolGrad", ["da"], ["dp"], "pool1_grad", kernel_shape=[2, 2],
+         strides=[2, 2]),
+    node("Neg", ["pads"], ["npads"], "neg_pads"),
+    node("Pad", ["dp", "npads"], ["ds"], "pad_grad", mode="constant"),
+    node("SigmoidGrad", ["ds", "s"], ["dx"], "sigmoid_grad", MS),
+], [vi("x", F, ["batch", 4, 8, 8])], [vi("y", F, None), vi("dx", F, None)],
+    [i64("pads", [0, 0, 1, 1, 0, 0, 1, 1])],
+    [vi("dt", F, ["batch", 4, 5, 5]), vi("dp", F, ["batch", 4, 10, 10])])
+
 # Shape family: Shape, Expand, ReduceSum over constant axes, Constant.
 save("shape.onnx", [
     node("Shape", ["x"], ["s"], "shape"),

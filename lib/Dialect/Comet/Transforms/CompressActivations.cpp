@@ -399,7 +399,9 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
     double reuse = consumer.getKernelArea() / consumer.getStrideProduct();
     if (!(reuse > 0))
       reuse = 1;
-    double nonZero = s.nonZero.value_or(nonZeroPrior);
+    // Sigmoid and tanh outputs have no zeros: R = 1 unless measured.
+    double nonZero = s.nonZero.value_or(
+        consumer.hasDenseSavedActivation() ? 1.0 : nonZeroPrior);
     // Error in x reaches xhat = (x - mean) * inv_std scaled by inv_std;
     // batch-norm inputs are dense.
     double gain = 1;

@@ -75,6 +75,15 @@ static const OpInfo kOps[] = {
     {"Sum", "", 1, kVariadic, 1, 1},
     {"Transpose", "", 1, 1, 1, 1},
     {"Unsqueeze", "", 2, 2, 1, 1},
+    // Activations and average pooling (with the Pad/Neg torch exports).
+    {"AveragePool", "", 1, 1, 1, 1},
+    {"AveragePoolGrad", "", 1, 1, 1, 1},
+    {"Neg", "", 1, 1, 1, 1},
+    {"Pad", "", 2, 4, 1, 1},
+    {"Sigmoid", "", 1, 1, 1, 1},
+    {"Tanh", "", 1, 1, 1, 1},
+    {"SigmoidGrad", "com.microsoft", 2, 2, 1, 1},
+    {"TanhGrad", "com.microsoft", 2, 2, 1, 1},
     {"AdamWOptimizer", "com.microsoft", 6, 7, 1, 4},
     {"BatchNormInternal", "com.microsoft", 5, 5, 1, 5},
     {"BatchNormalizationGrad", "com.microsoft", 5, 5, 1, 3},
@@ -173,6 +182,16 @@ std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
     if (!t || !t.hasStaticShape())
       return std::nullopt;
     return SmallVector<int64_t>{t.getNumElements()};
+  }
+  // Negated constant pads (the gradient of a Pad).
+  if (auto neg = v.getDefiningOp<NegOp>()) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    auto x = getConstantInts(neg.getX());
+    if (!t || !t.getElementType().isInteger(64) || !x)
+      return std::nullopt;
+    for (int64_t &e : *x)
+      e = int64_t(0 - uint64_t(e));
+    return x;
   }
   // Integer arithmetic on one-element constants (Size / Size in the
   // gradient of a mean).

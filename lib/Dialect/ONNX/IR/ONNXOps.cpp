@@ -939,3 +939,111 @@ LogicalResult AndOp::verify() {
     return emitOpError() << "A must be a bool (i1) tensor, got " << t;
   return verifyBoolResult(*this);
 }
+
+//===----------------------------------------------------------------------===//
+// Sigmoid, Tanh, AveragePool, Pad, Neg and their gradients
+//===----------------------------------------------------------------------===//
+
+/// A float elementwise op from `x` to `y`: one element type, one shape.
+static LogicalResult verifyFloatUnary(Operation *op, Value x, StringRef xName,
+                                      Value y, StringRef yName) {
+  if (failed(checkFloat(op, x, xName)) ||
+      failed(checkSameElementType(op, {{x, xName}, {y, yName}})))
+    return failure();
+  return checkCompatibleShapes(op, x, xName, y, yName);
+}
+
+LogicalResult SigmoidOp::verify() {
+  return verifyFloatUnary(*this, getX(), "X", getY(), "Y");
+}
+LogicalResult TanhOp::verify() {
+  return verifyFloatUnary(*this, getInput(), "input", getOutput(), "output");
+}
+
+LogicalResult NegOp::verify() {
+  if (Type t = elementTypeOf(getX());
+      t && !isa<FloatType>(t) && (!t.isSignlessInteger() || t.isInteger(1)))
+    return emitOpError() << "X must have a float or signed integer element "
+                            "type, got "
+                         << t;
+  if (failed(checkSameElementType(*this, {{getX(), "X"}, {getY(), "Y"}})))
+    return failure();
+  return checkCompatibleShapes(*this, getX(), "X", getY(), "Y");
+}
+
+/// SigmoidGrad(dY, Y) and TanhGrad(dY, Y): dY, Y and dX share a shape.
+static LogicalResult verifyActivationGrad(Operation *op, Value dy, Value y,
+                                          Value dx) {
+  if (failed(checkFloat(op, y, "Y")) ||
+      failed(checkSameElementType(op, {{dy, "dY"}, {y, "Y"}, {dx, "dX"}})) ||
+      failed(checkCompatibleShapes(op, dy, "dY", y, "Y")))
+    return failure();
+  return checkCompatibleShapes(op, dx, "dX", y, "Y");
+}
+
+LogicalResult SigmoidGradOp::verify() {
+  return verifyActivationGrad(*this, getDY(), getY(), getDX());
+}
+LogicalResult TanhGradOp::verify() {
+  return verifyActivationGrad(*this, getDY(), getY(), getDX());
+}
+
+/// AveragePool and AveragePoolGrad: `x` is the tensor of the window's
+/// rank (X or dY).
+template <typename Pool> static LogicalResult verifyAveragePool(Pool op) {
+  Value x = op->getOperand(0);
+  if (failed(checkFloat(op, x, "X")) ||
+      failed(verifyPool(op, x, op.getAutoPad(), op.getKernelShape(),
+                        op.getPads(), op.getStrides(), op.getDilations(),
+                        /*storageOrder=*/0)) ||
+      failed(checkSameElementType(
+          op, {{x, "input"}, {op->getResult(0), "result"}})))
+    return failure();
+  for (auto [v, name] :
+       {std::pair{op.getCeilMode(), "ceil_mode"},
+        std::pair{op.getCountIncludePad(), "count_include_pad"}})
+    if (v != 0 && v != 1)
+      return op.emitOpError() << name << " must be 0 or 1, got " << v;
+  // ONNX: a window never lies wholly in the padding.
+  ArrayRef<int64_t> k = op.getKernelShape();
+  if (auto pads = op.getPads(); pads && pads->size() == 2 * k.size())
+    for (auto [i, p] : llvm::enumerate(*pads))
+      if (p >= k[i % k.size()])
+        return op.emitOpError() << "pads [" << llvm::interleaved(*pads)
+                                << "] must be smaller than kernel_shape ["
+                                << llvm::interleaved(k) << "]";
+  return checkRankAtLeast(op, op->getResult(0), "result", 3);
+}
+
+LogicalResult AveragePoolOp::verify() { return verifyAveragePool(*this); }
+LogicalResult AveragePoolGradOp::verify() { return verifyAveragePool(*this); }
+
+LogicalResult PadOp::verify() {
+  if (!llvm::is_contained({"constant", "reflect", "edge", "wrap"}, getMode()))
+    return emitOpError() << "unknown mode '" << getMode() << "'";
+  if (failed(checkShapeTensor(*this, getPads(), "pads")) ||
+      failed(checkSameElementType(
+          *this, {{getData(), "data"}, {getOutput(), "output"}})))
+    return failure();
+  if (!isa<NoneType>(getConstantValue().getType()) &&
+      (failed(checkOneElement(*this, getConstantValue(), "constant_value")) ||
+       failed(checkSameElementType(
+           *this,
+           {{getData(), "data"}, {getConstantValue(), "constant_value"}}))))
+    return failure();
+  bool hasAxes = !isa<NoneType>(getAxes().getType());
+  if (hasAxes && (failed(checkInteger(*this, getAxes(), "axes")) ||
+                  failed(checkRank(*this, getAxes(), "axes", 1))))
+    return failure();
+  auto ds = shapeOf(getData()), os = shapeOf(getOutput());
+  if (ds && os && ds->size() != os->size())
+    return emitOpError() << "output has rank " << os->size()
+                         << " but data has rank " << ds->size();
+  auto ps = shapeOf(getPads());
+  if (ds && ps && !hasAxes && !isDyn((*ps)[0]) &&
+      (*ps)[0] != 2 * int64_t(ds->size()))
+    return emitOpError() << "pads has " << (*ps)[0] << " values but data has "
+                         << "rank " << ds->size() << " (expected "
+                         << 2 * ds->size() << ")";
+  return success();
+}

@@ -276,3 +276,50 @@ DropoutGradOp::getSavedActivationKind(unsigned operandNumber) {
     return SavedActivationKind::ReluMask;
   return std::nullopt;
 }
+
+//===----------------------------------------------------------------------===//
+// SigmoidGrad(dY, Y) and TanhGrad(dY, Y): dX = dY * f'(Y) with f'(Y) =
+// Y (1 - Y) or 1 - Y^2. An error E in Y changes dX by dY * f''(Y) E, where
+// |d(Y (1 - Y))/dY| = |1 - 2Y| <= 1 and |d(1 - Y^2)/dY| = |2Y| <= 2. As for
+// BiasGeluGrad_dX, the Gemm rule with N = (the terms the next weight
+// gradient sums: batch x pixels) x that factor squared
+// (docs/error-bounds.md, "Sigmoid and tanh"). Their outputs are dense.
+//===----------------------------------------------------------------------===//
+
+/// Batch times pixels of an N x C x ... activation (the rows of a 2-d one)
+/// times `factor`^2.
+static std::optional<double> activationGradTerms(Value y, double factor,
+                                                 int64_t dyn) {
+  std::optional<double> n = batchAndPixels(y, 2, dyn);
+  if (!n)
+    return std::nullopt;
+  return *n * factor * factor;
+}
+
+std::optional<SavedActivationKind>
+SigmoidGradOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::WeightGradInput;
+  return std::nullopt;
+}
+std::optional<WeightGradForm> SigmoidGradOp::getWeightGradForm() {
+  return WeightGradForm::Gemm;
+}
+std::optional<double> SigmoidGradOp::getSummedTerms(int64_t dynamicDimSize) {
+  return activationGradTerms(getY(), 1.0, dynamicDimSize);
+}
+bool SigmoidGradOp::hasDenseSavedActivation() { return true; }
+
+std::optional<SavedActivationKind>
+TanhGradOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::WeightGradInput;
+  return std::nullopt;
+}
+std::optional<WeightGradForm> TanhGradOp::getWeightGradForm() {
+  return WeightGradForm::Gemm;
+}
+std::optional<double> TanhGradOp::getSummedTerms(int64_t dynamicDimSize) {
+  return activationGradTerms(getY(), 2.0, dynamicDimSize);
+}
+bool TanhGradOp::hasDenseSavedActivation() { return true; }

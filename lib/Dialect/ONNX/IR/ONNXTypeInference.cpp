@@ -791,3 +791,102 @@ LogicalResult LessOrEqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
 LogicalResult AndOp::inferResultTypes(SmallVectorImpl<Type> &t) {
   return inferBroadcast(*this, t);
 }
+
+LogicalResult SigmoidOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getX());
+  return success();
+}
+
+LogicalResult TanhOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getInput());
+  return success();
+}
+
+LogicalResult NegOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getX());
+  return success();
+}
+
+LogicalResult SigmoidGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getY());
+  return success();
+}
+
+LogicalResult TanhGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getY());
+  return success();
+}
+
+LogicalResult AveragePoolOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getX());
+  auto xs = shapeOf(getX());
+  if (xs && xs->size() == getKernelShape().size() + 2)
+    types[0] =
+        tensorOf(ArrayRef<int64_t>(windowOutputShape(
+                     *xs, (*xs)[1], getKernelShape(), getPads(), getStrides(),
+                     getDilations(), getAutoPad(), getCeilMode() != 0)),
+                 elt);
+  else
+    types[0] = tensorOf(std::nullopt, elt);
+  return success();
+}
+
+LogicalResult
+AveragePoolGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  // dX has the forward input's shape, which dY does not tell (floor and
+  // ceil_mode map several input sizes to one output size).
+  init(*this, types);
+  types[0] = tensorOf(std::nullopt, elementTypeOf(getDY()));
+  return success();
+}
+
+/// The largest dim Pad infers; beyond it the result dim stays unknown.
+static constexpr int64_t kMaxDim = INT64_MAX / 2;
+
+LogicalResult PadOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getData());
+  auto ds = shapeOf(getData());
+  if (!ds) {
+    types[0] = tensorOf(std::nullopt, elt);
+    return success();
+  }
+  int64_t r = ds->size();
+  SmallVector<int64_t> out(r, kDyn);
+  types[0] = RankedTensorType::get(out, elt);
+  auto pads = getConstantInts(getPads());
+  // The padded dims: all, or `axes` (negative counts from the end).
+  SmallVector<int64_t> axes;
+  if (isa<NoneType>(getAxes().getType())) {
+    for (int64_t i = 0; i < r; ++i)
+      axes.push_back(i);
+  } else if (auto a = getConstantInts(getAxes())) {
+    for (int64_t x : *a) {
+      if (x < -r || x >= r)
+        return success();
+      axes.push_back(x < 0 ? x + r : x);
+    }
+  } else {
+    return success();
+  }
+  if (!pads || pads->size() != 2 * axes.size())
+    return success();
+  out.assign(ds->begin(), ds->end());
+  for (auto [i, a] : llvm::enumerate(axes)) {
+    if (isDyn(out[a]))
+      continue;
+    // In 128 bits: pads come from untrusted files.
+    __int128 d = __int128(out[a]) + (*pads)[i] + (*pads)[i + axes.size()];
+    if (d < 0 || d > kMaxDim)
+      return success();
+    out[a] = int64_t(d);
+  }
+  types[0] = RankedTensorType::get(out, elt);
+  return success();
+}

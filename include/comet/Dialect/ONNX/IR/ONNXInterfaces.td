@@ -92,6 +92,12 @@ def ONNX_SavedActivationOpInterface
       "double", "getKernelArea", (ins), [{}], [{ return 1; }]>,
     InterfaceMethod<"Product of the window strides (1 without a window).",
       "double", "getStrideProduct", (ins), [{}], [{ return 1; }]>,
+    InterfaceMethod<[{
+        Whether the saved activation has (almost) no zeros whatever the data,
+        so that the fraction R of non-zero elements is 1, not a prior
+        (a sigmoid or tanh output).
+      }],
+      "bool", "hasDenseSavedActivation", (ins), [{}], [{ return false; }]>,
   ];
 }
 

@@ -612,4 +612,90 @@ def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Sigmoid, Tanh, AveragePool and the Pad/Neg that torch exports around it,
+// with their gradients (ai.onnx and com.microsoft)
+//===----------------------------------------------------------------------===//
+
+def ONNX_SigmoidOp : ONNX_Op<"Sigmoid", "", "1 / (1 + exp(-X))", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$X);
+  let results = (outs ONNX_Tensor:$Y);
+  let hasVerifier = 1;
+}
+
+def ONNX_TanhOp : ONNX_Op<"Tanh", "", "tanh(X)", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$input);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+defvar AveragePoolAttrs = (ins AutoPad:$auto_pad,
+                               DefaultValuedAttr<ONNX_I64Attr, "0">:$ceil_mode,
+                               DefaultValuedAttr<ONNX_I64Attr, "0">:$count_include_pad,
+                               OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                               DenseI64ArrayAttr:$kernel_shape,
+                               OptionalAttr<DenseI64ArrayAttr>:$pads,
+                               OptionalAttr<DenseI64ArrayAttr>:$strides);
+
+def ONNX_AveragePoolOp : ONNX_Op<"AveragePool", "", "N-d average pooling",
+                                 [Pure]> {
+  let description = [{
+    `count_include_pad` 1 divides every window by the kernel area, 0 by the
+    number of its elements inside the input.
+  }];
+  let arguments = !con((ins ONNX_Tensor:$X), AveragePoolAttrs);
+  let results = (outs ONNX_Tensor:$Y);
+  let hasVerifier = 1;
+}
+
+def ONNX_PadOp : ONNX_Op<"Pad", "",
+    "Pad (or, with negative pads, crop) each dim of `data`", [Pure]> {
+  let description = [{
+    `pads` is 1-d i64, the begin pads of the (`axes`) dims then their end
+    pads. torch exports `nn.AvgPool2d` with `count_include_pad` as a Pad
+    before an unpadded AveragePool; its gradient is a Pad by the negated
+    pads.
+  }];
+  let arguments = (ins ONNX_Tensor:$data, ONNX_Tensor:$pads,
+                       ONNX_OptTensor:$constant_value, ONNX_OptTensor:$axes,
+                       DefaultValuedStrAttr<StrAttr, "constant">:$mode);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def ONNX_NegOp : ONNX_Op<"Neg", "", "-X", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$X);
+  let results = (outs ONNX_Tensor:$Y);
+  let hasVerifier = 1;
+}
+
+def ONNX_AveragePoolGradOp : ONNX_Op<"AveragePoolGrad", "",
+    "Gradient of AveragePool: each dY spread evenly over its window", [Pure]> {
+  let description = [{
+    ONNX Runtime registers it in the default domain. It reads no
+    activation, only dY; dX has the forward input's shape, which the file's
+    value_info gives.
+  }];
+  let arguments = !con((ins ONNX_Tensor:$dY), AveragePoolAttrs);
+  let results = (outs ONNX_Tensor:$dX);
+  let hasVerifier = 1;
+}
+
+class ONNX_ActivationGradOp<string mnemonic, string text>
+    : ONNX_Op<mnemonic, "com.microsoft", text,
+              [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+                ["getWeightGradForm", "getSummedTerms",
+                 "hasDenseSavedActivation"]>]> {
+  let description = [{
+    Y, the forward output, is a saved activation
+    (SavedActivationOpInterface).
+  }];
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$Y);
+  let results = (outs ONNX_Tensor:$dX);
+  let hasVerifier = 1;
+}
+def ONNX_SigmoidGradOp : ONNX_ActivationGradOp<"SigmoidGrad",
+                                               "dX = dY * Y * (1 - Y)">;
+def ONNX_TanhGradOp : ONNX_ActivationGradOp<"TanhGrad", "dX = dY * (1 - Y^2)">;
+
 #endif // COMET_DIALECT_ONNX_IR_ONNXOPS_TD

@@ -1,0 +1,270 @@
+//===- ActivationKernelTest.cpp - Sigmoid, tanh, average pooling, Pad -----===//
+//
+// The kernels of Activations.cpp against naive references, and their
+// gradients against central differences of L(x) = <r, f(x)>.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <functional>
+
+using namespace comet::test;
+
+namespace {
+
+double dot(const F &a, const F &b) {
+  double s = 0;
+  for (int64_t i = 0; i < a.size(); ++i)
+    s += (double)a[i] * b[i];
+  return s;
+}
+
+/// grad against central differences of loss() w.r.t. p (h = 1e-2, float).
+void checkGrad(F &p, const F &grad, const std::function<double()> &loss,
+               const char *what, double tol = 2e-3) {
+  const float h = 1e-2f;
+  double scale = 1e-3;
+  for (float g : grad.v)
+    scale = std::max(scale, (double)std::fabs(g));
+  for (int64_t i = 0; i < p.size(); ++i) {
+    float old = p[i];
+    p[i] = old + h;
+    double up = loss();
+    p[i] = old - h;
+    double down = loss();
+    p[i] = old;
+    ASSERT_NEAR(grad[i], (up - down) / (2.0 * h), tol * scale + 1e-4)
+        << what << " at " << i;
+  }
+}
+
+TEST(Activations, SigmoidAndTanhMatchTheFormulas) {
+  F x = randomF({2, 3, 5, 7}, 11, -6, 6), s(x.dims), t(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_sigmoid(nullptr, &x, &s));
+  ASSERT_RT(_mlir_ciface_comet_rt_tanh(nullptr, &x, &t));
+  std::vector<double> ws, wt;
+  for (float v : x.v) {
+    ws.push_back(1.0 / (1.0 + std::exp(-(double)v)));
+    wt.push_back(std::tanh((double)v));
+  }
+  expectNear(s.v, ws, 1e-6, "sigmoid");
+  expectNear(t.v, wt, 1e-6, "tanh");
+
+  F dy = randomF(x.dims, 12), ds(x.dims), dt(x.dims);
+  ASSERT_RT(_mlir_ciface_comet_rt_sigmoid_grad(nullptr, &dy, &s, &ds));
+  ASSERT_RT(_mlir_ciface_comet_rt_tanh_grad(nullptr, &dy, &t, &dt));
+  std::vector<double> wds, wdt;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    wds.push_back((double)dy[i] * s[i] * (1.0 - s[i]));
+    wdt.push_back((double)dy[i] * (1.0 - (double)t[i] * t[i]));
+  }
+  expectNear(ds.v, wds, 1e-6, "sigmoid_grad");
+  expectNear(dt.v, wdt, 1e-6, "tanh_grad");
+
+  F bad({2, 3, 5, 6});
+  EXPECT_NE(_mlir_ciface_comet_rt_sigmoid(nullptr, &x, &bad), COMET_RT_SUCCESS);
+  EXPECT_NE(_mlir_ciface_comet_rt_tanh_grad(nullptr, &dy, &t, &bad),
+            COMET_RT_SUCCESS);
+}
+
+TEST(FiniteDifferences, SigmoidGradAndTanhGradFromTheOutput) {
+  F x = randomF({2, 3, 4}, 13, -2, 2), r = randomF(x.dims, 14), y(x.dims);
+  for (bool sigmoid : {true, false}) {
+    auto fwd = [&] {
+      int32_t rc = sigmoid ? _mlir_ciface_comet_rt_sigmoid(nullptr, &x, &y)
+                           : _mlir_ciface_comet_rt_tanh(nullptr, &x, &y);
+      EXPECT_EQ(rc, COMET_RT_SUCCESS);
+    };
+    auto loss = [&] {
+      fwd();
+      return dot(r, y);
+    };
+    fwd();
+    // The gradient reads Y, as ORT's SigmoidGrad and TanhGrad do.
+    F dx(x.dims);
+    ASSERT_RT(sigmoid ? _mlir_ciface_comet_rt_sigmoid_grad(nullptr, &r, &y, &dx)
+                      : _mlir_ciface_comet_rt_tanh_grad(nullptr, &r, &y, &dx));
+    checkGrad(x, dx, loss, sigmoid ? "sigmoid dX" : "tanh dX");
+  }
+}
+
+struct PoolP {
+  int64_t kH, kW, sH, sW, pT, pL, pB, pR, includePad;
+};
+
+std::vector<double> naiveAvgPool(const F &x, const std::vector<int64_t> &yd,
+                                 const PoolP &p) {
+  int64_t H = x.dims[2], W = x.dims[3], OH = yd[2], OW = yd[3];
+  std::vector<double> y(yd[0] * yd[1] * OH * OW);
+  for (int64_t nc = 0; nc < yd[0] * yd[1]; ++nc)
+    for (int64_t i = 0; i < OH; ++i)
+      for (int64_t j = 0; j < OW; ++j) {
+        double s = 0;
+        int64_t inside = 0;
+        for (int64_t a = 0; a < p.kH; ++a)
+          for (int64_t b = 0; b < p.kW; ++b) {
+            int64_t h = i * p.sH - p.pT + a, w = j * p.sW - p.pL + b;
+            if (h < 0 || h >= H || w < 0 || w >= W)
+              continue;
+            s += x[(nc * H + h) * W + w];
+            ++inside;
+          }
+        y[(nc * OH + i) * OW + j] = s / (p.includePad ? p.kH * p.kW : inside);
+      }
+  return y;
+}
+
+int32_t avgpool(F &x, F &y, const PoolP &p) {
+  return _mlir_ciface_comet_rt_avgpool2d(nullptr, &x, &y, p.kH, p.kW, p.sH,
+                                         p.sW, p.pT, p.pL, p.pB, p.pR,
+                                         p.includePad);
+}
+
+int32_t avgpoolGrad(F &dy, F &dx, const PoolP &p) {
+  return _mlir_ciface_comet_rt_avgpool_grad2d(nullptr, &dy, &dx, p.kH, p.kW,
+                                              p.sH, p.sW, p.pT, p.pL, p.pB,
+                                              p.pR, p.includePad);
+}
+
+struct PoolCase {
+  std::vector<int64_t> x, y;
+  PoolP p;
+};
+
+const PoolCase kPoolCases[] = {
+    // nn.AvgPool2d(2) on 28x28.
+    {{2, 3, 28, 28}, {2, 3, 14, 14}, {2, 2, 2, 2, 0, 0, 0, 0, 1}},
+    // AvgPool2d(3, 2, padding=1), counting and not counting the padding.
+    {{2, 2, 14, 14}, {2, 2, 7, 7}, {3, 3, 2, 2, 1, 1, 1, 1, 1}},
+    {{2, 2, 14, 14}, {2, 2, 7, 7}, {3, 3, 2, 2, 1, 1, 1, 1, 0}},
+    // Asymmetric kernel, strides and pads; a remainder row the floor drops.
+    {{1, 2, 7, 6}, {1, 2, 3, 6}, {3, 2, 2, 1, 0, 1, 1, 0, 0}},
+};
+
+TEST(AveragePool, MatchesNaiveLoopsWithAndWithoutPaddingInTheCount) {
+  uint32_t seed = 20;
+  for (const PoolCase &c : kPoolCases) {
+    F x = randomF(c.x, seed++), y(c.y);
+    ASSERT_RT(avgpool(x, y, c.p));
+    expectNear(y.v, naiveAvgPool(x, c.y, c.p), 1e-6, "avgpool");
+  }
+}
+
+TEST(AveragePool, RejectsShapesAndPadsThatDoNotFit) {
+  F x = randomF({1, 1, 4, 4}, 30), y({1, 1, 3, 3}), ok({1, 1, 2, 2});
+  // Floor mode gives 2x2, not 3x3.
+  EXPECT_NE(avgpool(x, y, {2, 2, 2, 2, 0, 0, 0, 0, 1}), COMET_RT_SUCCESS);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("floor mode"),
+            std::string::npos)
+      << comet_rt_last_error();
+  // A pad as large as the kernel.
+  F y3({1, 1, 3, 3});
+  EXPECT_NE(avgpool(x, y3, {2, 2, 2, 2, 2, 0, 0, 0, 0}), COMET_RT_SUCCESS);
+  // Channels differ.
+  F wrong({1, 2, 2, 2});
+  EXPECT_NE(avgpool(x, wrong, {2, 2, 2, 2, 0, 0, 0, 0, 1}), COMET_RT_SUCCESS);
+  ASSERT_RT(avgpool(x, ok, {2, 2, 2, 2, 0, 0, 0, 0, 1}));
+}
+
+TEST(AveragePoolGrad, IsTheAdjointAndMatchesFiniteDifferences) {
+  uint32_t seed = 40;
+  for (const PoolCase &c : kPoolCases) {
+    // <dY, pool(X)> = <pool_grad(dY), X> for every X: the naive pool of
+    // each unit vector gives pool_grad's column.
+    F dy = randomF(c.y, seed++), dx(c.x);
+    ASSERT_RT(avgpoolGrad(dy, dx, c.p));
+    std::vector<double> want(dx.size());
+    F e(c.x);
+    for (int64_t i = 0; i < e.size(); ++i) {
+      e[i] = 1;
+      std::vector<double> col = naiveAvgPool(e, c.y, c.p);
+      e[i] = 0;
+      for (size_t k = 0; k < col.size(); ++k)
+        want[i] += col[k] * dy[k];
+    }
+    expectNear(dx.v, want, 1e-6, "avgpool_grad");
+  }
+  // Central differences through the forward kernel, on a small case.
+  const PoolCase &c = kPoolCases[3];
+  F x = randomF(c.x, seed++), r = randomF(c.y, seed++), y(c.y), dx(c.x);
+  auto loss = [&] {
+    EXPECT_EQ(avgpool(x, y, c.p), COMET_RT_SUCCESS);
+    return dot(r, y);
+  };
+  ASSERT_RT(avgpoolGrad(r, dx, c.p));
+  checkGrad(x, dx, loss, "avgpool dX");
+}
+
+std::vector<double> naivePad(const F &x, const std::vector<int64_t> &pads,
+                             const std::vector<int64_t> &yd, float value) {
+  int64_t r = x.dims.size(), n = 1;
+  for (int64_t d : yd)
+    n *= d;
+  std::vector<double> y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, off = 0, stride = 1;
+    bool inside = true;
+    for (int64_t k = r - 1; k >= 0; --k) {
+      int64_t xi = rest % yd[k] - pads[k];
+      rest /= yd[k];
+      inside = inside && xi >= 0 && xi < x.dims[k];
+      off += xi * stride;
+      stride *= x.dims[k];
+    }
+    y[i] = inside ? x[off] : value;
+  }
+  return y;
+}
+
+TEST(Pad, PadsCropsAndFillsAsTheNaiveIndexMap) {
+  struct Case {
+    std::vector<int64_t> x, pads, y;
+    bool value;
+  } cases[] = {
+      // The zero pads torch exports before AvgPool2d(2).
+      {{2, 3, 4, 4}, {0, 0, 0, 0, 0, 0, 0, 0}, {2, 3, 4, 4}, false},
+      // Spatial padding of count_include_pad, with a fill value.
+      {{2, 3, 4, 5}, {0, 0, 1, 2, 0, 0, 2, 1}, {2, 3, 7, 8}, true},
+      // Its gradient: negative pads crop.
+      {{2, 3, 7, 8}, {0, 0, -1, -2, 0, 0, -2, -1}, {2, 3, 4, 5}, false},
+      // Mixed signs, a padded leading dim, rank 1.
+      {{3, 4}, {1, -1, -1, 2}, {3, 5}, true},
+      {{5}, {2, -3}, {4}, true},
+  };
+  uint32_t seed = 60;
+  for (auto &c : cases) {
+    F x = randomF(c.x, seed++), y(c.y), v({1}, {0.5f}), nv = none();
+    I p({(int64_t)c.pads.size()}, c.pads);
+    ASSERT_RT(
+        _mlir_ciface_comet_rt_pad(nullptr, &x, &p, c.value ? &v : &nv, &y));
+    expectNear(y.v, naivePad(x, c.pads, c.y, c.value ? 0.5f : 0.0f), 0, "pad");
+  }
+  F x = randomF({2, 3}, 70), y({2, 4});
+  I p({4}, {0, 0, 0, 0});
+  EXPECT_NE(_mlir_ciface_comet_rt_pad(nullptr, &x, &p, nullptr, &y),
+            COMET_RT_SUCCESS);
+  I three({3}, {0, 0, 0});
+  F same({2, 3});
+  EXPECT_NE(_mlir_ciface_comet_rt_pad(nullptr, &x, &three, nullptr, &same),
+            COMET_RT_SUCCESS);
+}
+
+TEST(FiniteDifferences, PadByTheNegatedPadsIsTheGradientOfPad) {
+  // ORT's gradient of Pad(X, pads) is Pad(dY, -pads).
+  F x = randomF({2, 2, 3, 4}, 80);
+  std::vector<int64_t> pads = {0, 0, 1, 2, 0, 0, 2, 0},
+                       neg = {0, 0, -1, -2, 0, 0, -2, 0};
+  std::vector<int64_t> yd = {2, 2, 6, 6};
+  F r = randomF(yd, 81), y(yd), dx(x.dims);
+  I p({8}, pads), np({8}, neg);
+  auto loss = [&] {
+    EXPECT_EQ(_mlir_ciface_comet_rt_pad(nullptr, &x, &p, nullptr, &y),
+              COMET_RT_SUCCESS);
+    return dot(r, y);
+  };
+  ASSERT_RT(_mlir_ciface_comet_rt_pad(nullptr, &r, &np, nullptr, &dx));
+  checkGrad(x, dx, loss, "pad dX");
+}
+
+} // namespace
