@@ -1920,6 +1920,116 @@ struct RiceBitReader {
   }
 };
 
+// Decodes a Rice-coded chunk's codes (`size` bytes at codes) into out, in
+// two passes: the values, whose contexts depend on values only, then the
+// reference codes from the values and the predictor. r and v: scratch for
+// the chunk, zeroed.
+template <typename E>
+comet_rt_status
+decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
+                uint64_t bitmap, unsigned pred, const uint8_t *kTable,
+                const uint64_t *outMask, const QuantParams &qp, uint8_t *out,
+                uint64_t c0, const Grid &g, int32_t *r, uint32_t *v) {
+  const uint64_t w = g.w;
+  const unsigned n = unsigned(len);
+  alignas(64) uint8_t blen[kChunkElems];
+  std::memset(blen, 0, n);
+  // k by the sum of the two neighbours' bit lengths (each at most 32).
+  uint8_t kBySum[2 * 32 + 1];
+  for (unsigned t = 0; t <= 2 * 32; ++t)
+    kBySum[t] = kTable[std::min<unsigned>((t + 1) / 2, kRiceContexts - 1)];
+  RiceBitReader rb{codes, size};
+  for (uint64_t m = bitmap; m; m &= m - 1) {
+    const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
+    const unsigned i1 = std::min<unsigned>(i0 + kBlockSize, n);
+    // The left neighbour's length stays in a register.
+    unsigned a = i0 ? blen[i0 - 1] : 0;
+    for (unsigned i = i0; i < i1; ++i) {
+      const unsigned b = w ? (i >= w ? blen[i - w] : 0) : a;
+      const unsigned k = kBySum[a + b];
+      uint32_t x;
+      const uint64_t byte = rb.pos / 8;
+      const unsigned sh = unsigned(rb.pos % 8);
+      const uint64_t word =
+          byte + 8 <= size ? loadLE<uint64_t>(codes + byte) >> sh : 0;
+      const unsigned z = word ? unsigned(__builtin_ctzll(word)) : 64;
+      if (z + 1 + k <= 64 - sh) {
+        // The whole code lies in the word: its zeros, the one, k bits.
+        if (z > (((uint32_t(1) << (kMaxWidth + 1)) - 1) >> k))
+          return COMET_RT_ERR_CORRUPT;
+        x = uint32_t(z) << k |
+            (uint32_t(word >> (z + 1)) & ((uint32_t(1) << k) - 1));
+        rb.pos += z + 1 + k;
+      } else {
+        x = rb.get(k);
+        if (rb.bad)
+          return COMET_RT_ERR_CORRUPT;
+      }
+      v[i] = x;
+      a = bitLength(x);
+      blen[i] = uint8_t(a);
+    }
+  }
+  // The codes end in the last byte, its padding bits 0.
+  if (ceilDiv(rb.pos, 8) != size ||
+      (rb.pos % 8 && (codes[size - 1] >> (rb.pos % 8)) != 0))
+    return COMET_RT_ERR_CORRUPT;
+  const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+  for (unsigned bk = 0; bk < nbk; ++bk) {
+    const unsigned i0 = bk * kBlockSize;
+    const unsigned bl = std::min<unsigned>(kBlockSize, n - i0);
+    uint8_t *dst = out + size_t(i0) * E::size;
+    if (!((bitmap >> bk) & 1)) {
+      std::memset(dst, 0, size_t(bl) * E::size);
+      continue;
+    }
+    int32_t *x = r + i0;
+    const uint32_t *vb = v + i0;
+    const uint64_t col = w ? (c0 + i0) % w : 0;
+    const uint64_t inPlane = w ? (c0 + i0) % g.hw : 0;
+    const bool inside = w && i0 >= w + 1 && inPlane >= w &&
+                        inPlane + bl <= g.hw; // every upper neighbour exists
+    // The left, upper and upper-left neighbours (valid where used).
+    const int32_t *left = r + (i0 ? i0 - 1 : 0);
+    const int32_t *up = inside ? x - w : x, *upLeft = inside ? x - w - 1 : x;
+    if (outMask[bk] == 0 && pred == kPredPlain) {
+      for (unsigned j = 0; j < bl; ++j)
+        x[j] = unzigzag(vb[j]);
+    } else if (outMask[bk] == 0 && pred == kPredLeft && i0) {
+      for (unsigned j = 0; j < bl; ++j)
+        x[j] = int32_t(uint32_t(unzigzag(vb[j])) + uint32_t(left[j]));
+    } else if (outMask[bk] == 0 && pred == kPredUp && inside) {
+      for (unsigned j = 0; j < bl; ++j)
+        x[j] = int32_t(uint32_t(unzigzag(vb[j])) + uint32_t(up[j]));
+    } else if (outMask[bk] == 0 && pred == kPredLorenzo2d && inside) {
+      uint64_t c = col;
+      for (unsigned j = 0; j < bl; ++j) {
+        uint32_t p = uint32_t(up[j]);
+        if (c)
+          p += uint32_t(left[j]) - uint32_t(upLeft[j]);
+        x[j] = int32_t(uint32_t(unzigzag(vb[j])) + p);
+        c = c + 1 == w ? 0 : c + 1;
+      }
+    } else {
+      uint64_t c = col, ip = inPlane;
+      for (unsigned j = 0; j < bl; ++j) {
+        // Wraps on bad input; an outlier's reference code is 0.
+        x[j] = (outMask[bk] >> j) & 1
+                   ? 0
+                   : int32_t(uint32_t(unzigzag(vb[j])) +
+                             predictCoded(pred, r, i0 + j, c, ip, g));
+        if (w) {
+          c = c + 1 == w ? 0 : c + 1;
+          ip = ip + 1 == g.hw ? 0 : ip + 1;
+        }
+      }
+    }
+    for (unsigned j = 0; j < bl; ++j)
+      E::storeBits(dst + j * E::size, E::fromFloat(float(x[j]) * qp.step));
+  }
+  return COMET_RT_OK;
+}
+
 // Decodes a coded chunk (its u16 carried kCodedChunkFlag): the descriptor,
 // the coded values (range coder's bytes and raw bits, or the k table and
 // Rice codes), the outliers. Reads only [in, in + size).
@@ -2030,19 +2140,9 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
                   (raw.p[raw.size - 1] >> (raw.pos % 8)) == 0);
         });
   } else {
-    const uint8_t *codes = in + kRiceHeaderSize;
-    RiceBitReader rb{codes, uint64_t(idx - codes)};
-    st = decodeAll(
-        [&](unsigned i) {
-          v[i] = rb.get(kTable[codedContext(v, i, g.w).len]);
-          return !rb.bad;
-        },
-        [&] { return rb.bad; },
-        [&] {
-          // The codes end in the last byte, its padding bits 0.
-          return ceilDiv(rb.pos, 8) == rb.size &&
-                 (rb.pos % 8 == 0 || (codes[rb.size - 1] >> (rb.pos % 8)) == 0);
-        });
+    st = decodeRiceChunk<E>(in + kRiceHeaderSize,
+                            uint64_t(idx - in) - kRiceHeaderSize, len, bitmap,
+                            pred, kTable, outMask, qp, out, c0, g, r, v);
   }
   if (st != COMET_RT_OK)
     return st;
