@@ -1722,22 +1722,21 @@ planRiceChunk(const uint32_t *v, unsigned len, uint64_t bitmap, uint64_t w,
   // Neighbouring elements mostly share a context: four copies of the
   // counters (element i updates copy i % 4) break the chains of updates
   // through memory.
-  constexpr unsigned kCopies = 4;
-  uint64_t cnt[kCopies][kRiceContexts] = {};
-  uint64_t sum[kCopies][kRiceContexts] = {};
+  // Count and sum share one word: the count (at most 4096) in the low 13
+  // bits, the sum (below 4096 * 2^25) above.
+  constexpr unsigned kCopies = 4, kCountBits = 13;
+  uint64_t acc[kCopies][kRiceContexts] = {};
   for (uint64_t m = bitmap; m; m &= m - 1) {
     const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
     const unsigned i1 = std::min<unsigned>(i0 + kBlockSize, len);
-    for (unsigned i = i0; i < i1; ++i) {
-      ++cnt[i % kCopies][ctx[i]];
-      sum[i % kCopies][ctx[i]] += v[i];
-    }
+    for (unsigned i = i0; i < i1; ++i)
+      acc[i % kCopies][ctx[i]] += uint64_t(v[i]) << kCountBits | 1;
   }
   for (unsigned j = 0; j < kRiceContexts; ++j) {
     uint64_t n = 0, s = 0;
     for (unsigned c = 0; c < kCopies; ++c) {
-      n += cnt[c][j];
-      s += sum[c][j];
+      n += acc[c][j] & ((uint64_t(1) << kCountBits) - 1);
+      s += acc[c][j] >> kCountBits;
     }
     unsigned k = 0;
     while (k < kMaxWidth && (n << (k + 1)) < s)
