@@ -1956,8 +1956,9 @@ decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
         // The whole code lies in the word: its zeros, the one, k bits.
         if (z > (((uint32_t(1) << (kMaxWidth + 1)) - 1) >> k))
           return COMET_RT_ERR_CORRUPT;
+        // Two shifts: z + 1 is 64 when z = 63 (and then k = 0).
         x = uint32_t(z) << k |
-            (uint32_t(word >> (z + 1)) & ((uint32_t(1) << k) - 1));
+            (uint32_t(word >> z >> 1) & ((uint32_t(1) << k) - 1));
         rb.pos += z + 1 + k;
       } else {
         x = rb.get(k);
