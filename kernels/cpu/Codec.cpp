@@ -1006,7 +1006,10 @@ std::atomic<int> gIsa{COMET_RT_CODEC_ISA_AUTO};
 
 bool cpuHasAvx2() {
 #if defined(COMET_CODEC_HAVE_AVX2)
-  static const bool has = __builtin_cpu_supports("avx2");
+  // The AVX2 encoder also uses BMI2's shifts (every AVX2 CPU has them).
+  static const bool has = __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("bmi") &&
+                          __builtin_cpu_supports("bmi2");
   return has;
 #else
   return false;
@@ -1104,23 +1107,26 @@ struct BitWriter {
   }
 };
 
+// The Rice code of x with parameter k.
+inline void ricePut(BitWriter &w, uint32_t x, unsigned k) {
+  const uint32_t lowMask = (uint32_t(1) << k) - 1;
+  uint32_t u = x >> k;
+  if (u + 1 + k <= 32) { // the common case: one write of both parts
+    w.put((uint64_t(x & lowMask) << (u + 1)) | (uint64_t(1) << u), u + 1 + k);
+    return;
+  }
+  for (; u >= 31; u -= 31)
+    w.put(0, 31);
+  w.put(uint64_t(1) << u, u + 1);
+  if (k)
+    w.put(x & lowMask, k);
+}
+
 inline size_t riceEncode(const uint32_t *v, unsigned len, unsigned k,
                          uint8_t *out) {
   BitWriter w{out};
-  const uint32_t lowMask = (uint32_t(1) << k) - 1;
-  for (unsigned i = 0; i < len; ++i) {
-    uint32_t u = v[i] >> k;
-    if (u + 1 + k <= 32) { // the common case: one write of both parts
-      w.put((uint64_t(v[i] & lowMask) << (u + 1)) | (uint64_t(1) << u),
-            u + 1 + k);
-      continue;
-    }
-    for (; u >= 31; u -= 31)
-      w.put(0, 31);
-    w.put(uint64_t(1) << u, u + 1);
-    if (k)
-      w.put(v[i] & lowMask, k);
-  }
+  for (unsigned i = 0; i < len; ++i)
+    ricePut(w, v[i], k);
   return w.finish();
 }
 
@@ -1172,8 +1178,10 @@ struct Grid {
 // The mode 6 values of chunk elements [i0, i0 + len): zigzag(r[i] - pred)
 // with pred from r's left, upper and upper-left neighbours inside the chunk
 // (c0: the chunk's first flat index). r holds the chunk's reference codes.
-inline void lorenzo2d(const int32_t *r, unsigned i0, unsigned len, uint64_t c0,
-                      const Grid &g, uint32_t *out) {
+__attribute__((always_inline)) inline void lorenzo2d(const int32_t *r,
+                                                     unsigned i0, unsigned len,
+                                                     uint64_t c0, const Grid &g,
+                                                     uint32_t *out) {
   uint64_t col = (c0 + i0) % g.w, inPlane = (c0 + i0) % g.hw;
   if (i0 >= g.w + 1 && inPlane >= g.w && inPlane + len <= g.hw) {
     // Fast path, the same values: every element has its upper neighbours
@@ -1268,7 +1276,10 @@ constexpr uint32_t kMinRangeBytes = 5;
 // encodeChunkBody).
 constexpr unsigned kAutoBits = 2;
 
-inline unsigned bitLength(uint32_t v) { return v ? 32 - __builtin_clz(v) : 0; }
+// Branch-free: the bit lengths of residuals are data, not a pattern.
+inline unsigned bitLength(uint32_t v) {
+  return 32 - __builtin_clz(v | 1) - (v == 0);
+}
 
 struct CodedModel {
   uint16_t nz[kNumContexts], gt1[kNumContexts], gt2[kNumContexts];
@@ -1496,9 +1507,9 @@ inline uint32_t predictCoded(unsigned pred, const int32_t *r, unsigned i,
 }
 
 // The values of chunk elements [i0, i0 + len) under predictor `pred`.
-inline void predictBlock(unsigned pred, const int32_t *r, unsigned i0,
-                         unsigned len, uint64_t c0, const Grid &g,
-                         uint32_t *v) {
+__attribute__((always_inline)) inline void
+predictBlock(unsigned pred, const int32_t *r, unsigned i0, unsigned len,
+             uint64_t c0, const Grid &g, uint32_t *v) {
   const int32_t *x = r + i0;
   if (pred == kPredPlain) {
     for (unsigned j = 0; j < len; ++j)
@@ -1536,9 +1547,9 @@ inline void predictBlock(unsigned pred, const int32_t *r, unsigned i0,
 // The values of the present blocks' elements under predictor `pred`, 0
 // elsewhere. r: the chunk's reference codes (0 at outliers and in absent
 // blocks).
-inline void codedValues(unsigned pred, const int32_t *r, unsigned len,
-                        uint64_t bitmap, uint64_t c0, const Grid &g,
-                        uint32_t *v) {
+__attribute__((always_inline)) inline void
+codedValues(unsigned pred, const int32_t *r, unsigned len, uint64_t bitmap,
+            uint64_t c0, const Grid &g, uint32_t *v) {
   std::memset(v, 0, len * sizeof(uint32_t));
   for (uint64_t m = bitmap; m; m &= m - 1) {
     const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
@@ -1547,49 +1558,35 @@ inline void codedValues(unsigned pred, const int32_t *r, unsigned len,
   }
 }
 
+// The sum of bitLength(v[i]) over i < n, for values below 2^25.
+template <bool Avx2>
+__attribute__((always_inline)) inline uint64_t bitLengthSum(const uint32_t *v,
+                                                            unsigned n);
+
 // The encoder's choice of predictor: the least sum of the values' bit
 // lengths over every fourth present block (the first, fifth, ...), ties to
-// the lower number. One pass computes all four predictions.
-inline unsigned choosePredictor(const int32_t *r, unsigned len, uint64_t bitmap,
-                                uint64_t c0, const Grid &g) {
+// the lower number.
+template <bool Avx2>
+__attribute__((always_inline)) inline unsigned
+choosePredictor(const int32_t *r, unsigned len, uint64_t bitmap, uint64_t c0,
+                const Grid &g) {
   uint64_t cost[kNumPredictors] = {};
+  const unsigned np = g.w ? kNumPredictors : kPredLeft + 1;
   unsigned k = 0;
-  const uint64_t w = g.w;
+  alignas(64) uint32_t v[kBlockSize];
   for (uint64_t m = bitmap; m; m &= m - 1, ++k) {
     if (k % 4)
       continue;
     const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
     const unsigned bl = std::min<unsigned>(kBlockSize, len - i0);
-    uint64_t col = w ? (c0 + i0) % w : 0, inPlane = w ? (c0 + i0) % g.hw : 0;
-    unsigned c[kNumPredictors] = {};
-    for (unsigned i = i0; i < i0 + bl; ++i) {
-      const uint32_t x = uint32_t(r[i]);
-      const uint32_t prev = i ? uint32_t(r[i - 1]) : 0;
-      c[kPredPlain] += bitLength(zigzag(int32_t(x)));
-      c[kPredLeft] += bitLength(zigzag(int32_t(x - prev)));
-      if (!w)
-        continue;
-      const bool left = col != 0 && i >= 1, up = inPlane >= w && i >= w;
-      const uint32_t lv = left ? prev : 0;
-      const uint32_t uv = up ? uint32_t(r[i - w]) : 0;
-      const uint32_t p2 = left && up && i >= w + 1
-                              ? lv + uv - uint32_t(r[i - w - 1])
-                              : (left ? lv : uv);
-      const uint32_t p3 = up ? uv : lv;
-      c[kPredLorenzo2d] += bitLength(zigzag(int32_t(x - p2)));
-      c[kPredUp] += bitLength(zigzag(int32_t(x - p3)));
-      if (++col == w)
-        col = 0;
-      if (++inPlane == g.hw)
-        inPlane = 0;
+    for (unsigned p = 0; p < np; ++p) {
+      predictBlock(p, r, i0, bl, c0, g, v);
+      cost[p] += bitLengthSum<Avx2>(v, bl);
     }
-    for (unsigned p = 0; p < kNumPredictors; ++p)
-      cost[p] += c[p];
   }
   unsigned best = kPredPlain;
-  for (unsigned pred = 1; pred < kNumPredictors; ++pred)
-    if ((w || (pred != kPredLorenzo2d && pred != kPredUp)) &&
-        cost[pred] < cost[best])
+  for (unsigned pred = 1; pred < np; ++pred)
+    if (cost[pred] < cost[best])
       best = pred;
   return best;
 }
@@ -1622,9 +1619,420 @@ inline size_t encodeCoded(const uint32_t *v, unsigned len, uint64_t bitmap,
   return rcBytes + rawBytes;
 }
 
+//===----------------------------------------------------------------------===//
+// Rice-coded chunks (mode 7, coder 1): the coded chunk's values and length
+// contexts, but each value Golomb-Rice coded with the k its context has in a
+// per-chunk table. The contexts carry what makes the range coder win on dense
+// and GELU data (the magnitude of the left and upper residuals: a feature's
+// scale), at a cost of a few table lookups and one bit write per value.
+//===----------------------------------------------------------------------===//
+
+using format::kCoderRange;
+using format::kCoderRice;
+using format::kNumCoders;
+using format::kRiceContexts;
+using format::kRiceTableBytes;
+
+// The chunk header, the descriptor and the k table.
+constexpr uint32_t kRiceHeaderSize = kChunkHeaderSize + 1 + kRiceTableBytes;
+
+inline unsigned lenContext(unsigned a, unsigned b) {
+  return std::min<unsigned>((a + b + 1) / 2, kRiceContexts - 1);
+}
+
+// Plans a Rice-coded chunk over the present blocks' values v (0 elsewhere):
+// every present element's length context (ctx) and each context's k, the
+// least k (at most 24) with count * 2^k >= the sum of its values (JPEG-LS's
+// rule; 0 for an unused context).
+#if defined(COMET_CODEC_HAVE_AVX2)
+// bl[i] = bitLength(v[i]) for values below 2^25, 8 lanes: v >> 1 converts
+// to float exactly, and its exponent gives the length.
+__attribute__((target("avx2"))) inline void
+bitLengthsAvx2(const uint32_t *v, unsigned n, uint32_t *bl) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  const __m256i bias = _mm256_set1_epi32(126);
+  unsigned i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i x =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(v + i));
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_srli_epi32(x, 1));
+    __m256i e =
+        _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(f), 23), bias);
+    e = _mm256_add_epi32(_mm256_max_epi32(e, zero), one);
+    e = _mm256_andnot_si256(_mm256_cmpeq_epi32(x, zero), e);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(bl + i), e);
+  }
+  for (; i < n; ++i)
+    bl[i] = bitLength(v[i]);
+}
+#endif
+
+template <bool Avx2>
+__attribute__((always_inline)) inline uint64_t bitLengthSum(const uint32_t *v,
+                                                            unsigned n) {
+#if defined(COMET_CODEC_HAVE_AVX2)
+  if constexpr (Avx2) {
+    alignas(64) uint32_t bl[kBlockSize];
+    uint64_t sum = 0;
+    for (unsigned i0 = 0; i0 < n; i0 += kBlockSize) {
+      const unsigned m = std::min<unsigned>(kBlockSize, n - i0);
+      bitLengthsAvx2(v + i0, m, bl);
+      uint32_t s = 0;
+      for (unsigned i = 0; i < m; ++i)
+        s += bl[i];
+      sum += s;
+    }
+    return sum;
+  }
+#endif
+  uint64_t sum = 0;
+  for (unsigned i = 0; i < n; ++i)
+    sum += bitLength(v[i]);
+  return sum;
+}
+
+template <bool Avx2>
+__attribute__((always_inline)) inline void
+planRiceChunk(const uint32_t *v, unsigned len, uint64_t bitmap, uint64_t w,
+              uint8_t *ctx, uint8_t *kTable) {
+  alignas(64) uint32_t bl[kChunkElems];
+#if defined(COMET_CODEC_HAVE_AVX2)
+  if constexpr (Avx2)
+    bitLengthsAvx2(v, len, bl);
+  else
+#endif
+    for (unsigned i = 0; i < len; ++i)
+      bl[i] = bitLength(v[i]);
+  // Every element's context (absent ones unused), in loops without
+  // branches: the left neighbour's length, the upper one's (0 above the
+  // chunk's first row; the left one's again for rank < 2).
+  ctx[0] = 0;
+  if (!w) {
+    for (unsigned i = 1; i < len; ++i)
+      ctx[i] = uint8_t(std::min<uint32_t>(bl[i - 1], kRiceContexts - 1));
+  } else {
+    const unsigned top = unsigned(std::min<uint64_t>(w, len));
+    for (unsigned i = 1; i < top; ++i)
+      ctx[i] =
+          uint8_t(std::min<uint32_t>((bl[i - 1] + 1) >> 1, kRiceContexts - 1));
+    for (unsigned i = top; i < len; ++i)
+      ctx[i] = uint8_t(std::min<uint32_t>((bl[i - 1] + bl[i - w] + 1) >> 1,
+                                          kRiceContexts - 1));
+  }
+  // Neighbouring elements mostly share a context: four copies of the
+  // counters (element i updates copy i % 4) break the chains of updates
+  // through memory.
+  // Count and sum share one word: the count (at most 4096) in the low 13
+  // bits, the sum (below 4096 * 2^25) above.
+  constexpr unsigned kCopies = 4, kCountBits = 13;
+  uint64_t acc[kCopies][kRiceContexts] = {};
+  for (uint64_t m = bitmap; m; m &= m - 1) {
+    const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
+    const unsigned i1 = std::min<unsigned>(i0 + kBlockSize, len);
+    for (unsigned i = i0; i < i1; ++i)
+      acc[i % kCopies][ctx[i]] += uint64_t(v[i]) << kCountBits | 1;
+  }
+  for (unsigned j = 0; j < kRiceContexts; ++j) {
+    uint64_t n = 0, s = 0;
+    for (unsigned c = 0; c < kCopies; ++c) {
+      n += acc[c][j] & ((uint64_t(1) << kCountBits) - 1);
+      s += acc[c][j] >> kCountBits;
+    }
+    unsigned k = 0;
+    while (k < kMaxWidth && (n << (k + 1)) < s)
+      ++k;
+    kTable[j] = uint8_t(k);
+  }
+}
+
+// Writes the k table and the Rice codes of a planned chunk at out, which
+// has room for cap bytes plus kRiceSlack; returns the bytes, or 0 if they
+// exceed cap.
+constexpr size_t kRiceSlack = 64 * 8 + 16;
+
+#if defined(COMET_CODEC_HAVE_AVX2)
+// The Rice codes (code[j], clen[j] bits) of a block's 64 values, k from the
+// contexts through the table; false if one of the first bl is longer than
+// 32 bits.
+__attribute__((target("avx2"))) inline bool
+riceCodesAvx2(const uint32_t *v, const uint8_t *ctx, const uint8_t *kTable,
+              unsigned bl, uint32_t *code, uint32_t *clen) {
+  const __m128i table =
+      _mm_loadu_si128(reinterpret_cast<const __m128i *>(kTable));
+  const __m256i one = _mm256_set1_epi32(1), limit = _mm256_set1_epi32(32);
+  uint64_t longMask = 0;
+  for (unsigned j = 0; j < kBlockSize; j += 16) {
+    const __m128i k8 = _mm_shuffle_epi8(
+        table, _mm_loadu_si128(reinterpret_cast<const __m128i *>(ctx + j)));
+    for (unsigned h = 0; h < 16; h += 8) {
+      const __m256i k = _mm256_cvtepu8_epi32(h ? _mm_srli_si128(k8, 8) : k8);
+      const __m256i x =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(v + j + h));
+      const __m256i u = _mm256_srlv_epi32(x, k);
+      const __m256i u1 = _mm256_add_epi32(u, one);
+      const __m256i low =
+          _mm256_and_si256(x, _mm256_sub_epi32(_mm256_sllv_epi32(one, k), one));
+      const __m256i c = _mm256_or_si256(_mm256_sllv_epi32(low, u1),
+                                        _mm256_sllv_epi32(one, u));
+      const __m256i l = _mm256_add_epi32(u1, k);
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(code + j + h), c);
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(clen + j + h), l);
+      longMask |= uint64_t(unsigned(_mm256_movemask_ps(
+                      _mm256_castsi256_ps(_mm256_cmpgt_epi32(l, limit)))))
+                  << (j + h);
+    }
+  }
+  if (bl < kBlockSize)
+    longMask &= (uint64_t(1) << bl) - 1;
+  return longMask == 0;
+}
+#endif
+
+// Writes the k table and the Rice codes of a planned chunk at out, which
+// has room for cap bytes plus kRiceSlack; returns the bytes, or 0 if they
+// exceed cap.
+template <bool Avx2>
+__attribute__((always_inline)) inline size_t
+encodeRiceChunk(const uint32_t *v, unsigned len, uint64_t bitmap,
+                const uint8_t *ctx, const uint8_t *kTable, uint8_t *out,
+                size_t cap) {
+  uint8_t table[16] = {};
+  BitWriter tw{table};
+  for (unsigned j = 0; j < kRiceContexts; ++j)
+    tw.put(kTable[j], 5);
+  tw.finish();
+  std::memcpy(out, table, kRiceTableBytes);
+  if (cap < kRiceTableBytes)
+    return 0;
+  uint8_t *p = out + kRiceTableBytes;
+  const size_t codeCap = cap - kRiceTableBytes;
+  // Branch-free writer: the pending bits (< 8) and a code (<= 32 bits) fit
+  // one 64-bit store; whole bytes advance p.
+  uint64_t acc = 0;
+  unsigned n = 0;
+  size_t pos = 0;
+  for (uint64_t m = bitmap; m; m &= m - 1) {
+    const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
+    const unsigned i1 = std::min<unsigned>(i0 + kBlockSize, len);
+#if defined(COMET_CODEC_HAVE_AVX2)
+    if constexpr (Avx2) {
+      alignas(64) uint32_t code[kBlockSize], clen[kBlockSize];
+      if (riceCodesAvx2(v + i0, ctx + i0, kTable, i1 - i0, code, clen)) {
+        for (unsigned j = 0; j < i1 - i0; ++j) {
+          acc |= uint64_t(code[j]) << n;
+          n += clen[j];
+          storeLE<uint64_t>(p + pos, acc);
+          pos += n / 8;
+          acc >>= n & ~7u;
+          n &= 7;
+        }
+        if (pos > codeCap)
+          return 0;
+        continue;
+      }
+    }
+#endif
+    for (unsigned i = i0; i < i1; ++i) {
+      const unsigned k = kTable[ctx[i]];
+      const uint32_t x = v[i], u = x >> k;
+      if (__builtin_expect(u + 1 + k > 32, 0)) {
+        // A long unary part: through the general writer, capped.
+        if (pos + (uint64_t(u) + 1 + k + 7) / 8 > codeCap)
+          return 0;
+        storeLE<uint64_t>(p + pos, acc);
+        BitWriter bw{p + pos, acc, n, 0};
+        ricePut(bw, x, k);
+        pos += bw.pos;
+        acc = bw.acc;
+        n = bw.n;
+        while (n >= 8) {
+          p[pos++] = uint8_t(acc);
+          acc >>= 8;
+          n -= 8;
+        }
+        continue;
+      }
+      const uint64_t code =
+          (uint64_t(x & ((uint32_t(1) << k) - 1)) << (u + 1)) |
+          (uint64_t(1) << u);
+      acc |= code << n;
+      n += u + 1 + k;
+      storeLE<uint64_t>(p + pos, acc);
+      pos += n / 8;
+      acc >>= n & ~7u;
+      n &= 7;
+    }
+    if (pos > codeCap)
+      return 0;
+  }
+  if (n)
+    p[pos++] = uint8_t(acc);
+  if (pos > codeCap)
+    return 0;
+  return kRiceTableBytes + pos;
+}
+
+// LSB-first reader of a Rice-coded chunk's codes; `bad` on reading past the
+// end or on a value of 2^25 or more.
+struct RiceBitReader {
+  const uint8_t *p;
+  uint64_t size, pos = 0; // bytes, bits
+  bool bad = false;
+  uint64_t peek() const { // 64 bits from byte pos / 8, zeros past the end
+    const uint64_t byte = pos / 8;
+    if (byte + 8 <= size)
+      return loadLE<uint64_t>(p + byte);
+    uint64_t w = 0;
+    if (byte < size)
+      std::memcpy(&w, p + byte, size - byte);
+    return w;
+  }
+  uint32_t get(unsigned k) {
+    const uint64_t end = size * 8;
+    const uint32_t maxU = ((uint32_t(1) << (kMaxWidth + 1)) - 1) >> k;
+    uint32_t u = 0;
+    for (;;) {
+      if (pos >= end || u > maxU) {
+        bad = true;
+        return 0;
+      }
+      const unsigned sh = unsigned(pos % 8);
+      const uint64_t word = peek() >> sh;
+      if (word) {
+        const unsigned z = __builtin_ctzll(word);
+        u += z;
+        pos += z + 1;
+        break;
+      }
+      u += 64 - sh;
+      pos += 64 - sh;
+    }
+    if (u > maxU || pos + k > end) {
+      bad = true;
+      return 0;
+    }
+    uint32_t low = 0;
+    if (k)
+      low = uint32_t(peek() >> (pos % 8)) & ((uint32_t(1) << k) - 1);
+    pos += k;
+    return u << k | low;
+  }
+};
+
+// Decodes a Rice-coded chunk's codes (`size` bytes at codes) into out, in
+// two passes: the values, whose contexts depend on values only, then the
+// reference codes from the values and the predictor. r and v: scratch for
+// the chunk, zeroed.
+template <typename E>
+comet_rt_status
+decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
+                uint64_t bitmap, unsigned pred, const uint8_t *kTable,
+                const uint64_t *outMask, const QuantParams &qp, uint8_t *out,
+                uint64_t c0, const Grid &g, int32_t *r, uint32_t *v) {
+  const uint64_t w = g.w;
+  const unsigned n = unsigned(len);
+  alignas(64) uint8_t blen[kChunkElems];
+  std::memset(blen, 0, n);
+  // k by the sum of the two neighbours' bit lengths (each at most 32).
+  uint8_t kBySum[2 * 32 + 1];
+  for (unsigned t = 0; t <= 2 * 32; ++t)
+    kBySum[t] = kTable[std::min<unsigned>((t + 1) / 2, kRiceContexts - 1)];
+  RiceBitReader rb{codes, size};
+  for (uint64_t m = bitmap; m; m &= m - 1) {
+    const unsigned i0 = __builtin_ctzll(m) * kBlockSize;
+    const unsigned i1 = std::min<unsigned>(i0 + kBlockSize, n);
+    // The left neighbour's length stays in a register.
+    unsigned a = i0 ? blen[i0 - 1] : 0;
+    for (unsigned i = i0; i < i1; ++i) {
+      const unsigned b = w ? (i >= w ? blen[i - w] : 0) : a;
+      const unsigned k = kBySum[a + b];
+      uint32_t x;
+      const uint64_t byte = rb.pos / 8;
+      const unsigned sh = unsigned(rb.pos % 8);
+      const uint64_t word =
+          byte + 8 <= size ? loadLE<uint64_t>(codes + byte) >> sh : 0;
+      const unsigned z = word ? unsigned(__builtin_ctzll(word)) : 64;
+      if (z + 1 + k <= 64 - sh) {
+        // The whole code lies in the word: its zeros, the one, k bits.
+        if (z > (((uint32_t(1) << (kMaxWidth + 1)) - 1) >> k))
+          return COMET_RT_ERR_CORRUPT;
+        // Two shifts: z + 1 is 64 when z = 63 (and then k = 0).
+        x = uint32_t(z) << k |
+            (uint32_t(word >> z >> 1) & ((uint32_t(1) << k) - 1));
+        rb.pos += z + 1 + k;
+      } else {
+        x = rb.get(k);
+        if (rb.bad)
+          return COMET_RT_ERR_CORRUPT;
+      }
+      v[i] = x;
+      a = bitLength(x);
+      blen[i] = uint8_t(a);
+    }
+  }
+  // The codes end in the last byte, its padding bits 0.
+  if (ceilDiv(rb.pos, 8) != size ||
+      (rb.pos % 8 && (codes[size - 1] >> (rb.pos % 8)) != 0))
+    return COMET_RT_ERR_CORRUPT;
+  const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+  for (unsigned bk = 0; bk < nbk; ++bk) {
+    const unsigned i0 = bk * kBlockSize;
+    const unsigned bl = std::min<unsigned>(kBlockSize, n - i0);
+    uint8_t *dst = out + size_t(i0) * E::size;
+    if (!((bitmap >> bk) & 1)) {
+      std::memset(dst, 0, size_t(bl) * E::size);
+      continue;
+    }
+    int32_t *x = r + i0;
+    const uint32_t *vb = v + i0;
+    const uint64_t col = w ? (c0 + i0) % w : 0;
+    const uint64_t inPlane = w ? (c0 + i0) % g.hw : 0;
+    const bool inside = w && i0 >= w + 1 && inPlane >= w &&
+                        inPlane + bl <= g.hw; // every upper neighbour exists
+    // The left, upper and upper-left neighbours (valid where used).
+    const int32_t *left = r + (i0 ? i0 - 1 : 0);
+    const int32_t *up = inside ? x - w : x, *upLeft = inside ? x - w - 1 : x;
+    if (outMask[bk] == 0 && pred == kPredPlain) {
+      for (unsigned j = 0; j < bl; ++j)
+        x[j] = unzigzag(vb[j]);
+    } else if (outMask[bk] == 0 && pred == kPredLeft && i0) {
+      for (unsigned j = 0; j < bl; ++j)
+        x[j] = int32_t(uint32_t(unzigzag(vb[j])) + uint32_t(left[j]));
+    } else if (outMask[bk] == 0 && pred == kPredUp && inside) {
+      for (unsigned j = 0; j < bl; ++j)
+        x[j] = int32_t(uint32_t(unzigzag(vb[j])) + uint32_t(up[j]));
+    } else if (outMask[bk] == 0 && pred == kPredLorenzo2d && inside) {
+      uint64_t c = col;
+      for (unsigned j = 0; j < bl; ++j) {
+        uint32_t p = uint32_t(up[j]);
+        if (c)
+          p += uint32_t(left[j]) - uint32_t(upLeft[j]);
+        x[j] = int32_t(uint32_t(unzigzag(vb[j])) + p);
+        c = c + 1 == w ? 0 : c + 1;
+      }
+    } else {
+      uint64_t c = col, ip = inPlane;
+      for (unsigned j = 0; j < bl; ++j) {
+        // Wraps on bad input; an outlier's reference code is 0.
+        x[j] = (outMask[bk] >> j) & 1
+                   ? 0
+                   : int32_t(uint32_t(unzigzag(vb[j])) +
+                             predictCoded(pred, r, i0 + j, c, ip, g));
+        if (w) {
+          c = c + 1 == w ? 0 : c + 1;
+          ip = ip + 1 == g.hw ? 0 : ip + 1;
+        }
+      }
+    }
+    for (unsigned j = 0; j < bl; ++j)
+      E::storeBits(dst + j * E::size, E::fromFloat(float(x[j]) * qp.step));
+  }
+  return COMET_RT_OK;
+}
+
 // Decodes a coded chunk (its u16 carried kCodedChunkFlag): the descriptor,
-// the range coder's bytes and the raw bits, the outliers. Reads only
-// [in, in + size).
+// the coded values (range coder's bytes and raw bits, or the k table and
+// Rice codes), the outliers. Reads only [in, in + size).
 template <typename E>
 comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
                                  uint64_t bitmap, unsigned nOut,
@@ -1632,15 +2040,29 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
                                  uint64_t *numOutliers, uint64_t c0,
                                  const Grid &g) {
   const uint64_t outBytes = uint64_t(nOut) * (2 + E::size);
-  if (size < kCodedHeaderSize + kMinRangeBytes + outBytes)
+  if (size < kChunkHeaderSize + 1 + outBytes)
     return COMET_RT_ERR_CORRUPT;
-  const unsigned mode = in[kChunkHeaderSize] >> 5;
-  const unsigned pred = in[kChunkHeaderSize] & 31;
-  const uint64_t rcBytes = loadLE<uint16_t>(in + kChunkHeaderSize + 1);
-  if (mode != kV2Coded || pred >= kNumPredictors ||
-      (!g.w && (pred == kPredLorenzo2d || pred == kPredUp)) ||
-      kCodedHeaderSize + rcBytes + outBytes > size)
+  const unsigned desc = in[kChunkHeaderSize];
+  const unsigned mode = desc >> 5, pred = desc & 3, coder = (desc >> 2) & 7;
+  if (mode != kV2Coded || coder >= kNumCoders ||
+      (!g.w && (pred == kPredLorenzo2d || pred == kPredUp)))
     return COMET_RT_ERR_CORRUPT;
+  uint64_t rcBytes = 0;
+  uint8_t kTable[kRiceContexts];
+  if (coder == kCoderRange) {
+    if (size < kCodedHeaderSize + kMinRangeBytes + outBytes)
+      return COMET_RT_ERR_CORRUPT;
+    rcBytes = loadLE<uint16_t>(in + kChunkHeaderSize + 1);
+    if (kCodedHeaderSize + rcBytes + outBytes > size)
+      return COMET_RT_ERR_CORRUPT;
+  } else {
+    if (size < kRiceHeaderSize + outBytes)
+      return COMET_RT_ERR_CORRUPT;
+    RawBitReader tr{in + kChunkHeaderSize + 1, kRiceTableBytes};
+    for (unsigned j = 0; j < kRiceContexts; ++j)
+      if ((kTable[j] = uint8_t(tr.get(5))) > kMaxWidth)
+        return COMET_RT_ERR_CORRUPT;
+  }
   const uint8_t *idx = in + size - outBytes, *val = idx + 2 * nOut;
   uint64_t outMask[kChunkBlocks] = {};
   for (unsigned k = 0, prev = 0; k < nOut; ++k) {
@@ -1654,54 +2076,76 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
   alignas(64) uint32_t v[kChunkElems];
   std::memset(r, 0, len * sizeof(int32_t));
   std::memset(v, 0, len * sizeof(uint32_t));
-  CodedModel m;
-  const uint8_t *rcIn = in + kCodedHeaderSize;
-  RangeDecoder rc(rcIn, rcBytes);
-  RawBitReader raw{rcIn + rcBytes, uint64_t(idx - (rcIn + rcBytes))};
-  if (rc.bad)
-    return COMET_RT_ERR_CORRUPT;
-  const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
-  uint64_t col = 0, inPlane = 0;
-  if (g.w) {
-    col = c0 % g.w;
-    inPlane = c0 % g.hw;
-  }
-  for (unsigned b = 0; b < nbk; ++b) {
-    const unsigned i0 = b * kBlockSize;
-    const unsigned bl = unsigned(std::min<uint64_t>(kBlockSize, len - i0));
-    uint8_t *dst = out + size_t(i0) * E::size;
-    const bool present = (bitmap >> b) & 1;
-    if (!present)
-      std::memset(dst, 0, size_t(bl) * E::size);
-    for (unsigned j = 0; j < bl; ++j) {
-      const unsigned i = i0 + j;
-      if (present) {
-        if (!decodeValue(rc, raw, m, codedContext(v, i, g.w), v[i]))
-          return COMET_RT_ERR_CORRUPT;
-        // Wraps on bad input; an outlier's reference code is 0.
-        r[i] = (outMask[b] >> j) & 1
-                   ? 0
-                   : int32_t(uint32_t(unzigzag(v[i])) +
-                             predictCoded(pred, r, i, col, inPlane, g));
-      }
-      if (g.w) {
-        if (++col == g.w)
-          col = 0;
-        if (++inPlane == g.hw)
-          inPlane = 0;
-      }
+  // Decodes every element with readValue(i) (false: corrupt), then checks
+  // the coder's end with finished().
+  auto decodeAll = [&](auto &&readValue, auto &&bad,
+                       auto &&finished) -> comet_rt_status {
+    const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+    uint64_t col = 0, inPlane = 0;
+    if (g.w) {
+      col = c0 % g.w;
+      inPlane = c0 % g.hw;
     }
-    if (rc.bad || raw.bad)
+    for (unsigned b = 0; b < nbk; ++b) {
+      const unsigned i0 = b * kBlockSize;
+      const unsigned bl = unsigned(std::min<uint64_t>(kBlockSize, len - i0));
+      uint8_t *dst = out + size_t(i0) * E::size;
+      const bool present = (bitmap >> b) & 1;
+      if (!present)
+        std::memset(dst, 0, size_t(bl) * E::size);
+      for (unsigned j = 0; j < bl; ++j) {
+        const unsigned i = i0 + j;
+        if (present) {
+          if (!readValue(i))
+            return COMET_RT_ERR_CORRUPT;
+          // Wraps on bad input; an outlier's reference code is 0.
+          r[i] = (outMask[b] >> j) & 1
+                     ? 0
+                     : int32_t(uint32_t(unzigzag(v[i])) +
+                               predictCoded(pred, r, i, col, inPlane, g));
+        }
+        if (g.w) {
+          if (++col == g.w)
+            col = 0;
+          if (++inPlane == g.hw)
+            inPlane = 0;
+        }
+      }
+      if (bad())
+        return COMET_RT_ERR_CORRUPT;
+      if (present)
+        for (unsigned j = 0; j < bl; ++j)
+          E::storeBits(dst + j * E::size,
+                       E::fromFloat(float(r[i0 + j]) * qp.step));
+    }
+    return finished() ? COMET_RT_OK : COMET_RT_ERR_CORRUPT;
+  };
+  comet_rt_status st;
+  if (coder == kCoderRange) {
+    CodedModel m;
+    const uint8_t *rcIn = in + kCodedHeaderSize;
+    RangeDecoder rc(rcIn, rcBytes);
+    RawBitReader raw{rcIn + rcBytes, uint64_t(idx - (rcIn + rcBytes))};
+    if (rc.bad)
       return COMET_RT_ERR_CORRUPT;
-    if (present)
-      for (unsigned j = 0; j < bl; ++j)
-        E::storeBits(dst + j * E::size,
-                     E::fromFloat(float(r[i0 + j]) * qp.step));
+    st = decodeAll(
+        [&](unsigned i) {
+          return decodeValue(rc, raw, m, codedContext(v, i, g.w), v[i]);
+        },
+        [&] { return rc.bad || raw.bad; },
+        [&] {
+          // Every byte of both parts read, the raw bits' padding 0.
+          return rc.finished() && ceilDiv(raw.pos, 8) == raw.size &&
+                 (raw.pos % 8 == 0 ||
+                  (raw.p[raw.size - 1] >> (raw.pos % 8)) == 0);
+        });
+  } else {
+    st = decodeRiceChunk<E>(in + kRiceHeaderSize,
+                            uint64_t(idx - in) - kRiceHeaderSize, len, bitmap,
+                            pred, kTable, outMask, qp, out, c0, g, r, v);
   }
-  // Every byte of both parts read, the raw bits' padding 0.
-  if (!rc.finished() || ceilDiv(raw.pos, 8) != raw.size ||
-      (raw.pos % 8 && (raw.p[raw.size - 1] >> (raw.pos % 8)) != 0))
-    return COMET_RT_ERR_CORRUPT;
+  if (st != COMET_RT_OK)
+    return st;
   for (unsigned k = 0; k < nOut; ++k) {
     unsigned i = loadLE<uint16_t>(idx + 2 * k);
     std::memcpy(out + size_t(i) * E::size, val + E::size * k, E::size);
@@ -1717,25 +2161,22 @@ struct PlanV2 {
   unsigned bytes = 0; // body bytes
 };
 
-// Quantizes, plans and writes one block's body into stage (room for
+// Plans and writes one quantized block's body (its codes at r + i0, its
+// stats s, its dense codes in res when s.haveRes) into stage (room for
 // kStageV2 bytes). Outliers are the set bits of *badMask (0 for raw and
 // absent blocks).
 constexpr size_t kStageV2 = std::max<size_t>(kStageBytes, kMaxRiceBytes + 8);
 
 template <typename E, bool Avx2>
 __attribute__((always_inline)) inline PlanV2
-encodeBlockV2(const uint8_t *x, unsigned len, const QuantParams &qp,
-              uint8_t *stage, uint64_t *badMask, int32_t *r, unsigned i0,
-              uint64_t c0, const Grid &g) {
-  alignas(64) int32_t q[kBlockSize];
-  alignas(64) uint32_t res[kBlockSize];
+encodeBlockV2(const uint8_t *x, unsigned len, uint8_t *stage, uint64_t *badMask,
+              int32_t *r, unsigned i0, uint64_t c0, const Grid &g,
+              const BlockStats &s, uint32_t *res) {
+  // r + i0 holds the block's codes (0 at outliers), the reference codes for
+  // mode 6; reset below if the block becomes raw.
+  const int32_t *q = r + i0;
   alignas(64) uint32_t zq[kBlockSize];
   alignas(64) uint32_t z2[kBlockSize];
-  BlockStats s;
-  scanBlockIsa<E, Avx2>(x, len, qp, q, res, s);
-  // The reference codes for mode 6 (0 at outliers, as q has them); reset
-  // below if the block becomes raw.
-  std::memcpy(r + i0, q, len * sizeof(int32_t));
   PlanV2 p;
   *badMask = 0;
   if (s.nz == 0 && s.bad == 0)
@@ -1852,6 +2293,81 @@ encodeBlockV2(const uint8_t *x, unsigned len, const QuantParams &qp,
   return p;
 }
 
+// AUTO's fast path: a Rice-coded chunk straight from the quantized codes r
+// and the blocks' stats, without planning the blocks' modes, for chunks
+// whose blocks the fixed-width modes would code as dense, at 3 or more bits
+// a value, and none raw (most dense and GELU chunks). It is written if it
+// is smaller than the fixed-width modes' chunk (dense, sparse or raw per
+// block), an upper bound of the block chunk; returns its size, or 0 to
+// plan the blocks.
+template <typename E, bool Avx2>
+__attribute__((always_inline)) inline size_t
+encodeRiceFirst(const uint8_t *x, unsigned n, const int32_t *r,
+                const BlockStats *stats, uint64_t c0, const Grid &g,
+                uint8_t *dst, uint16_t *outIdx, uint64_t *numOutliers) {
+  const unsigned nbk = unsigned(ceilDiv(n, kBlockSize));
+  uint64_t bitmap = 0;
+  unsigned nd = 0, nOut = 0, nSparse = 0, present = 0, cheap = 0;
+  uint64_t bound = kChunkHeaderSize;
+  for (unsigned b = 0; b < nbk; ++b) {
+    const BlockStats &s = stats[b];
+    if (s.nz == 0 && s.bad == 0)
+      continue; // absent
+    const unsigned bl = std::min<unsigned>(kBlockSize, n - b * kBlockSize);
+    const uint64_t outCost = uint64_t(popcount64(s.bad)) * (2 + E::size);
+    const uint64_t dense = 1 + packedBytes(bl, bitWidth(s.resOr)) + outCost;
+    const unsigned sw = s.allPos ? bitWidth(s.posOr) : bitWidth(s.zzOr);
+    const uint64_t sparse =
+        2 + ceilDiv(bl, 8) + packedBytes(popcount64(s.nz), sw) + outCost;
+    const uint64_t raw = 1 + uint64_t(bl) * E::size;
+    if (raw <= std::min(dense, sparse))
+      return 0;
+    bitmap |= uint64_t(1) << b;
+    ++nd;
+    nSparse += sparse < dense;
+    present += bl;
+    // Near-constant blocks: dense width 3 or less.
+    cheap += 8 * dense < 4 * uint64_t(bl) + 8 ? bl : 0;
+    bound += std::min(dense, sparse);
+    for (uint64_t m = s.bad; m; m &= m - 1)
+      outIdx[nOut++] = uint16_t(b * kBlockSize + __builtin_ctzll(m));
+  }
+  // As the block path's gate: post-ReLU chunks (sparse blocks) keep the
+  // block modes, near-constant ones try the range coder there.
+  if (!bitmap || nSparse * 8 > nd || 2 * cheap >= present)
+    return 0;
+  const size_t outBytes = size_t(nOut) * (2 + E::size);
+  if (bound <= kRiceHeaderSize + outBytes + 1)
+    return 0;
+  alignas(64) uint32_t v[kChunkElems];
+  alignas(64) uint8_t ctx[kChunkElems];
+  uint8_t kTable[kRiceContexts];
+  const unsigned pred = choosePredictor<Avx2>(r, n, bitmap, c0, g);
+  codedValues(pred, r, n, bitmap, c0, g, v);
+  planRiceChunk<Avx2>(v, n, bitmap, g.w, ctx, kTable);
+  // The writer may run past its cap before it checks: stage in riceBuf.
+  alignas(64) uint8_t riceBuf[kChunkElems * 4 + 2 * kChunkBlocks + kRiceSlack];
+  const size_t bytes = encodeRiceChunk<Avx2>(v, n, bitmap, ctx, kTable, riceBuf,
+                                             bound - 1 - kRiceHeaderSize -
+                                                 outBytes + kRiceTableBytes);
+  if (!bytes)
+    return 0;
+  uint8_t *o = dst;
+  std::memcpy(o + kChunkHeaderSize + 1, riceBuf, bytes);
+  storeLE<uint64_t>(o, bitmap);
+  storeLE<uint16_t>(o + 8, uint16_t(nOut | kCodedChunkFlag));
+  o[kChunkHeaderSize] = uint8_t(kV2Coded << 5 | kCoderRice << 2 | pred);
+  o += kChunkHeaderSize + 1 + bytes;
+  for (unsigned k = 0; k < nOut; ++k)
+    storeLE<uint16_t>(o + 2 * k, outIdx[k]);
+  o += 2 * nOut;
+  for (unsigned k = 0; k < nOut; ++k)
+    std::memcpy(o + E::size * k, x + size_t(outIdx[k]) * E::size, E::size);
+  o += E::size * nOut;
+  *numOutliers += nOut;
+  return size_t(o - dst);
+}
+
 // Encodes chunk elements [0, len) at x into dst (room for
 // worstChunkBytes(len)); returns the chunk's size and adds its outliers.
 template <typename E, bool Avx2>
@@ -1860,9 +2376,28 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
                 uint8_t *dst, uint64_t *numOutliers, uint64_t c0, const Grid &g,
                 int entropy) {
   const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
+  const unsigned n = unsigned(len);
   alignas(64) int32_t r[kChunkElems];
-  uint8_t desc[kChunkBlocks], aux[kChunkBlocks];
+  alignas(64) uint32_t res[kChunkElems];
+  BlockStats stats[kChunkBlocks];
+  // Quantize every block first: the codes (r) decide whether AUTO codes the
+  // chunk with Rice right away.
+  for (unsigned b = 0; b < nbk; ++b) {
+    const unsigned i0 = b * kBlockSize;
+    const unsigned bl = std::min<unsigned>(kBlockSize, n - i0);
+    alignas(64) int32_t q[kBlockSize];
+    scanBlockIsa<E, Avx2>(x + size_t(i0) * E::size, bl, qp, q, res + i0,
+                          stats[b]);
+    std::memcpy(r + i0, q, bl * sizeof(int32_t));
+  }
   uint16_t outIdx[kChunkElems];
+  if (entropy == COMET_RT_CODEC_ENTROPY_AUTO) {
+    size_t coded = encodeRiceFirst<E, Avx2>(x, n, r, stats, c0, g, dst, outIdx,
+                                            numOutliers);
+    if (coded)
+      return coded;
+  }
+  uint8_t desc[kChunkBlocks], aux[kChunkBlocks];
   alignas(64) uint8_t bodies[kChunkElems * 4 + 64];
   alignas(64) uint8_t stage[kStageV2];
   uint64_t bitmap = 0;
@@ -1875,8 +2410,8 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
         unsigned(std::min<uint64_t>(kBlockSize, len - b * kBlockSize));
     uint64_t bad;
     const uint8_t *xb = x + size_t(b) * kBlockSize * E::size;
-    PlanV2 p = encodeBlockV2<E, Avx2>(xb, bl, qp, stage, &bad, r,
-                                      b * kBlockSize, c0, g);
+    PlanV2 p = encodeBlockV2<E, Avx2>(xb, bl, stage, &bad, r, b * kBlockSize,
+                                      c0, g, stats[b], res + b * kBlockSize);
     if (!p.present)
       continue;
     bitmap |= uint64_t(1) << b;
@@ -1900,31 +2435,62 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
   uint8_t *o = dst;
   // A coded chunk, where it is smaller; not tried where sparse blocks (a
   // post-ReLU chunk, cheap already) or raw blocks (incompressible) are
-  // frequent, so that those keep their speed. AUTO tries it only where at
-  // least half the present elements lie in blocks that spend under
-  // kAutoBits bits a value: trying it takes 3-8 times the block modes' time,
-  // and on the benchmark's activations it saves 35-70 % of such chunks
-  // (near-constant codes, where Rice spends its floor of a bit a value) but
-  // 4-13 % of the others.
-  const bool tryCoded = entropy == COMET_RT_CODEC_ENTROPY_ALWAYS ||
-                        (entropy == COMET_RT_CODEC_ENTROPY_AUTO &&
-                         2 * cheapElems >= presentElems);
-  if (tryCoded && !anyRaw && nSparse * 8 <= nd &&
+  // frequent, so that those keep their speed. AUTO range-codes only chunks
+  // where at least half the present elements lie in blocks that spend under
+  // kAutoBits bits a value (near-constant codes, where Rice spends its floor
+  // of a bit a value and the range coder saves 35-70 %), and Rice-codes the
+  // others with per-context k (its cost is computed exactly first, so a
+  // chunk only pays for the coding where it wins); ALWAYS tries both.
+  const bool nearConst = 2 * cheapElems >= presentElems;
+  const bool always = entropy == COMET_RT_CODEC_ENTROPY_ALWAYS;
+  const bool autoOn = entropy == COMET_RT_CODEC_ENTROPY_AUTO;
+  const bool tryRange = always || (autoOn && nearConst);
+  const bool tryRice = always || (autoOn && !nearConst);
+  if ((tryRange || tryRice) && !anyRaw && nSparse * 8 <= nd &&
       blockBytes > kCodedHeaderSize + kMinRangeBytes + outBytes) {
     alignas(64) uint32_t v[kChunkElems];
-    const unsigned n = unsigned(len);
-    const unsigned pred = choosePredictor(r, n, bitmap, c0, g);
+    alignas(64) uint8_t ctx[kChunkElems];
+    uint8_t kTable[kRiceContexts];
+    const unsigned pred = choosePredictor<Avx2>(r, n, bitmap, c0, g);
     codedValues(pred, r, n, bitmap, c0, g, v);
-    size_t rcBytes = 0;
-    size_t codedBytes =
-        encodeCoded(v, n, bitmap, g, o + kCodedHeaderSize,
-                    blockBytes - 1 - kCodedHeaderSize - outBytes, rcBytes);
-    if (codedBytes) {
+    // The smallest of block, range-coded and Rice-coded chunk; ties in
+    // that order.
+    // The Rice-coded chunk first, into riceBuf: its exact size caps the
+    // range coder's.
+    alignas(64)
+        uint8_t riceBuf[kChunkElems * 4 + 2 * kChunkBlocks + kRiceSlack];
+    size_t riceTotal = ~size_t(0), riceBytes = 0;
+    if (tryRice && blockBytes > kRiceHeaderSize + outBytes) {
+      planRiceChunk<Avx2>(v, n, bitmap, g.w, ctx, kTable);
+      riceBytes = encodeRiceChunk<Avx2>(v, n, bitmap, ctx, kTable, riceBuf,
+                                        blockBytes - 1 - kRiceHeaderSize -
+                                            outBytes + kRiceTableBytes);
+      if (riceBytes)
+        riceTotal = kChunkHeaderSize + 1 + riceBytes + outBytes;
+    }
+    size_t coder = kNumCoders, codedBytes = 0, rcBytes = 0;
+    if (tryRange) {
+      const size_t limit = std::min(blockBytes - 1, riceTotal);
+      if (limit > kCodedHeaderSize + outBytes)
+        codedBytes = encodeCoded(v, n, bitmap, g, o + kCodedHeaderSize,
+                                 limit - kCodedHeaderSize - outBytes, rcBytes);
+      if (codedBytes) {
+        coder = kCoderRange;
+        o[kChunkHeaderSize] = uint8_t(kV2Coded << 5 | pred);
+        storeLE<uint16_t>(o + kChunkHeaderSize + 1, uint16_t(rcBytes));
+        codedBytes += kCodedHeaderSize;
+      }
+    }
+    if (coder == kNumCoders && riceTotal < blockBytes) {
+      coder = kCoderRice;
+      o[kChunkHeaderSize] = uint8_t(kV2Coded << 5 | kCoderRice << 2 | pred);
+      std::memcpy(o + kChunkHeaderSize + 1, riceBuf, riceBytes);
+      codedBytes = kChunkHeaderSize + 1 + riceBytes;
+    }
+    if (coder != kNumCoders) {
       storeLE<uint64_t>(o, bitmap);
       storeLE<uint16_t>(o + 8, uint16_t(nOut | kCodedChunkFlag));
-      o[kChunkHeaderSize] = uint8_t(kV2Coded << 5 | pred);
-      storeLE<uint16_t>(o + kChunkHeaderSize + 1, uint16_t(rcBytes));
-      o += kCodedHeaderSize + codedBytes;
+      o += codedBytes;
       for (unsigned k = 0; k < nOut; ++k)
         storeLE<uint16_t>(o + 2 * k, outIdx[k]);
       o += 2 * nOut;
@@ -1967,7 +2533,7 @@ size_t encodeChunkBaseline(const uint8_t *x, uint64_t len,
 // The same code compiled for AVX2: the F32 quantizer is explicit, the rest
 // (reductions, Rice costs, packing) is vectorized by the compiler.
 template <typename E>
-__attribute__((target("avx2"))) size_t
+__attribute__((target("avx2,bmi,bmi2"))) size_t
 encodeChunkAvx2(const uint8_t *x, uint64_t len, const QuantParams &qp,
                 uint8_t *dst, uint64_t *numOutliers, uint64_t c0, const Grid &g,
                 int entropy) {

@@ -5,7 +5,8 @@
 // decodes to, and optionally the comet_rt_codec_set_entropy setting it is
 // written with (auto, the default, off or always); test/fixtures/codec/v1/
 // holds the same for version 1, which the decoder keeps reading and the CUDA
-// codec writes. Regenerate them with
+// codec writes; test/fixtures/codec/v2-blocks/ holds version 2 streams of
+// an earlier encoder, which must still decode. Regenerate them with
 // test/fixtures/codec/regenerate.py only when a format version changes.
 //
 //===----------------------------------------------------------------------===//
@@ -117,6 +118,27 @@ void checkSet(const std::string &dir, int version, size_t minCases) {
 
 TEST(CodecFixtures, Version2ByteExact) {
   checkSet(COMET_CODEC_FIXTURE_DIR, 2, 16);
+}
+
+// Version 2 streams that an earlier encoder wrote (block chunks where AUTO
+// now writes Rice-coded ones) still decode to the same values.
+TEST(CodecFixtures, Version2EarlierStreamsDecode) {
+  const std::string dir = std::string(COMET_CODEC_FIXTURE_DIR) + "/v2-blocks";
+  auto cases = readManifest(dir);
+  ASSERT_GE(cases.size(), 6u);
+  for (const Case &c : cases) {
+    SCOPED_TRACE(dir + "/" + c.name);
+    auto stream = readFile(dir + "/" + c.stream);
+    auto output = readFile(dir + "/" + c.output);
+    auto current =
+        readFile(std::string(COMET_CODEC_FIXTURE_DIR) + "/" + c.stream);
+    ASSERT_NE(stream, current) << "not an earlier encoder's stream";
+    std::vector<uint8_t> y(output.size());
+    ASSERT_EQ(comet_rt_codec_decompress(stream.data(), stream.size(), y.data(),
+                                        y.size()),
+              COMET_RT_OK);
+    EXPECT_EQ(y, output) << "decompressed bytes differ";
+  }
 }
 
 // The decoder keeps reading version 1, and the version 1 encoder (the CUDA

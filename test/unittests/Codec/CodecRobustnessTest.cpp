@@ -86,6 +86,23 @@ std::vector<std::vector<uint8_t>> sampleStreams() {
                  : (j % 16 == 0 ? 0.5f : 0.0f);
   streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
                                 field.data(), {24, 32}, 1e-4, &st));
+  // A range-coded chunk (mode 7, coder 0), which AUTO writes for the
+  // near-constant codes of attention rows.
+  std::vector<float> att = makeAttention(1, 28, 5);
+  streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
+                                att.data(), {28, 28}, 1e-2, &st));
+  // Rice-coded chunks (mode 7, coder 1), which AUTO writes for dense
+  // codes: a 2-D field with a per-column scale, a NaN and an outlier, and
+  // the same at rank 1.
+  std::vector<float> cols(32 * 32);
+  for (size_t i = 0; i < cols.size(); ++i)
+    cols[i] = nd(rng) * (0.1f + 0.3f * float(i % 5));
+  cols[7] = std::numeric_limits<float>::quiet_NaN();
+  cols[600] = 1e30f;
+  streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
+                                cols.data(), {32, 32}, 1e-2, &st));
+  streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
+                                cols.data(), {cols.size()}, 1e-2, &st));
   // The version 1 decoder stays reachable.
   streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                                 {10, 20}, 1e-2, &st, 1));
@@ -93,12 +110,17 @@ std::vector<std::vector<uint8_t>> sampleStreams() {
 }
 
 TEST(CodecRobustness, SamplesCoverEveryMode) {
-  std::vector<bool> seen(8, false);
-  for (auto &s : sampleStreams())
+  std::vector<bool> seen(8, false), coders(2, false);
+  for (auto &s : sampleStreams()) {
     for (int m : v2Modes(s))
       seen[m] = true;
+    for (int c : v2Coders(s))
+      coders.at(c) = true;
+  }
   for (int m = 0; m < 8; ++m)
     EXPECT_TRUE(seen[m]) << "no block of mode " << m;
+  for (int c = 0; c < 2; ++c)
+    EXPECT_TRUE(coders[c]) << "no coded chunk of coder " << c;
 }
 
 TEST(CodecRobustness, ValidSamplesDecode) {
@@ -243,8 +265,10 @@ TEST(CodecRobustness, SpecificCorruptionsCoded) {
     EXPECT_EQ(guardedDecode(t, cap), want) << what;
   };
   auto t = s;
-  t[142] = uint8_t(7 << 5 | 4); // predictor 4
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "predictor");
+  t[142] = uint8_t(7 << 5 | 2 << 2); // coder 2
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "coder");
+  t[142] = uint8_t(7 << 5 | 4 << 2); // coder 4 (bit 4 of the param)
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "coder 4");
   t = s;
   t[142] = uint8_t(6 << 5 | (s[142] & 31)); // not mode 7
   expectStatus(t, COMET_RT_ERR_CORRUPT, "coded chunk's mode");
@@ -289,6 +313,52 @@ TEST(CodecRobustness, SpecificCorruptionsCoded) {
     t[142] = uint8_t(7 << 5 | pred);
     expectStatus(t, COMET_RT_ERR_CORRUPT, "2-D predictor at rank 1");
   }
+}
+
+// Hand-made inconsistencies in a Rice-coded chunk (mode 7, coder 1; one
+// chunk: bitmap at 132, outlier count at 140, descriptor at 142, the k
+// table at 143-152, the codes from 153, then the outliers).
+TEST(CodecRobustness, SpecificCorruptionsRice) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(40 * 64);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = nd(rng) * (0.1f + 0.3f * float(i % 5));
+  x[100] = std::numeric_limits<float>::quiet_NaN();
+  comet_rt_status st;
+  auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                       {40, 64}, 1e-2, &st);
+  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(v2Coders(s), std::vector<int>{1});
+  ASSERT_EQ(s[141], 0x80); // the flag; one outlier
+  ASSERT_EQ(s[140], 1);
+  const size_t cap = x.size() * 4;
+  ASSERT_EQ(guardedDecode(s, cap), COMET_RT_OK);
+  auto expectStatus = [&](std::vector<uint8_t> t, comet_rt_status want,
+                          const char *what) {
+    EXPECT_EQ(guardedDecode(t, cap), want) << what;
+  };
+  auto t = s;
+  t[143] |= 31; // context 0's k: 31 > 24
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "k above 24");
+  t = s;
+  size_t idx = s.size() - 6;    // the outlier's index, then its value
+  t.insert(t.begin() + idx, 0); // a trailing code byte
+  t[128] += 1;
+  t[112] += 1;
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "trailing byte");
+  t = s;
+  t.erase(t.begin() + idx - 1); // the last code byte
+  t[128] -= 1;
+  t[112] -= 1;
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "codes cut short");
+  t = s;
+  t[140] = 0; // no outlier: its index and value become code bytes
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier count");
+  // The header alone, with codes of all zeros: a unary part past 2^25.
+  t = s;
+  std::fill(t.begin() + 153, t.begin() + idx, 0);
+  expectStatus(t, COMET_RT_ERR_CORRUPT, "all-zero codes");
 }
 
 // The same for a version 1 stream.

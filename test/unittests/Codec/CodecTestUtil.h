@@ -144,6 +144,28 @@ inline std::vector<int> v2Modes(const std::vector<uint8_t> &s) {
   return modes;
 }
 
+// The coder of each coded chunk (mode 7) of a version 2 sz stream, in
+// order: 0 the range coder, 1 Rice with per-context k.
+inline std::vector<int> v2Coders(const std::vector<uint8_t> &s) {
+  std::vector<int> coders;
+  comet_rt_codec_info info;
+  if (comet_rt_codec_get_info(s.data(), s.size(), &info) != COMET_RT_OK ||
+      info.version != 2 || info.codec != COMET_RT_CODEC_SZ)
+    return coders;
+  uint64_t chunks = (info.num_elements + 4095) / 4096, off = 128 + 4 * chunks;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    uint32_t size;
+    std::memcpy(&size, &s[128 + 4 * c], 4);
+    uint16_t outliers = 0;
+    if (size)
+      std::memcpy(&outliers, &s[off + 8], 2);
+    if (size && (outliers & 0x8000))
+      coders.push_back((s[off + 10] >> 2) & 7);
+    off += size;
+  }
+  return coders;
+}
+
 } // namespace comet::test
 
 #endif

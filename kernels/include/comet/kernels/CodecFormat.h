@@ -80,6 +80,17 @@ enum CodedPredictor : uint8_t {
   kPredUp = 3,        // rank >= 2
 };
 inline constexpr uint32_t kNumPredictors = 4;
+// The coder of a coded chunk, its descriptor's param bits 2-3 (bits 0-1: the
+// predictor): the adaptive binary range coder, or Golomb-Rice with one k per
+// length context (a table in the chunk).
+enum CodedCoder : uint8_t {
+  kCoderRange = 0,
+  kCoderRice = 1,
+};
+inline constexpr uint32_t kNumCoders = 2;
+// A Rice-coded chunk's k table: one 5-bit k per length context.
+inline constexpr uint32_t kRiceContexts = 16;
+inline constexpr uint32_t kRiceTableBytes = kRiceContexts * 5 / 8;
 
 inline constexpr uint32_t kMaxRank = COMET_RT_CODEC_MAX_RANK;
 // The range of eb: FLT_MIN <= eb <= FLT_MAX / 2.

@@ -117,17 +117,21 @@ COMET_RT_API comet_rt_status comet_rt_codec_set_isa(int isa);
 /* The instruction set the encoder uses now (never AUTO). */
 COMET_RT_API int comet_rt_codec_active_isa(void);
 
-/* Whether the sz encoder (format version 2) tries coded chunks (mode 7, an
- * adaptive range coder per 4096-element chunk, kept only where smaller).
- * They shrink near-constant codes (softmax at coarse bounds) 2-3x and wider
- * codes by 4-13 %, and make a chunk 3-8x slower to encode and to decode.
- * Every setting's bytes decode with the same decoder, to the same values. */
+/* Whether the sz encoder (format version 2) writes coded chunks (mode 7:
+ * one 4096-element chunk through an adaptive range coder, or Golomb-Rice
+ * with a k per neighbour-length context). Range coding shrinks
+ * near-constant codes (softmax at coarse bounds) 2-3x but makes a chunk
+ * 3-8x slower to encode and decode; Rice-coded chunks save 3-13 % on dense
+ * and GELU codes at about the block modes' encoding speed. Every setting's
+ * bytes decode with the same decoder, to the same values. */
 typedef enum comet_rt_codec_entropy {
-  /* Only on chunks with at least half their values in blocks that the
-   * other modes code in under 2 bits a value (default). */
+  /* Rice-coded chunks for dense codes, without planning their blocks;
+   * range-coded ones for chunks with at least half their values in blocks
+   * that the block modes code in under 2 bits a value (default). */
   COMET_RT_CODEC_ENTROPY_AUTO = 0,
-  COMET_RT_CODEC_ENTROPY_OFF = 1,   /* never: the fastest encoding */
-  COMET_RT_CODEC_ENTROPY_ALWAYS = 2 /* on every eligible chunk: the smallest */
+  COMET_RT_CODEC_ENTROPY_OFF = 1, /* never: block chunks only */
+  /* both coders on every eligible chunk, the smallest kept */
+  COMET_RT_CODEC_ENTROPY_ALWAYS = 2
 } comet_rt_codec_entropy;
 
 /* Selects it for all threads (an int holding a comet_rt_codec_entropy). */
