@@ -76,7 +76,9 @@ def summary(r):
     return {k: r[k] for k in (
         "steps", "test_accuracy", "final_loss", "compression_ratio",
         "activation_bytes_uncompressed", "activation_bytes_compressed",
-        "peak_bytes", "step_time_ms_median")}
+        "peak_bytes", "step_time_ms_median")} | (
+            {"step_cpu_ms_median": r["step_cpu_ms_median"]}
+            if "step_cpu_ms_median" in r else {})
 
 
 def run(args, model, config):

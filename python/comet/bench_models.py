@@ -12,7 +12,9 @@ the data order and the initial weights. From the reports it tabulates:
 - the saved activations' bytes before and after compression;
 - the compression ratio per kind of saved tensor: the op type that made
   the saved value in training_model.onnx, and the codec that stored it;
-- the median step time, and its ratio to the uncompressed run's;
+- the median step time, and its ratio to the uncompressed run's; the same
+  for the step's CPU time (all threads), which leaves out the time spent
+  waiting for a core on a loaded machine;
 - the test accuracy after the epoch (mean and sd over the seeds) and the
   paired change against --compress none (mean, sd, 95% CI).
 
@@ -100,6 +102,9 @@ def summarise(runs, stats, models, configs):
         base = [r for r in mine if r["config"] == fidelity.BASELINE]
         base_peak = statistics.fmean(r["peak_bytes"] for r in base)
         base_ms = statistics.median(r["step_time_ms_median"] for r in base)
+        base_cpu = [r["step_cpu_ms_median"] for r in base
+                    if "step_cpu_ms_median" in r]
+        base_cpu = statistics.median(base_cpu) if base_cpu else None
         for label in configs:
             rs = [r for r in mine if r["config"] == label]
             if not rs:
@@ -121,6 +126,9 @@ def summarise(runs, stats, models, configs):
                               / max(k["bytes_compressed"], 1))
             peak = statistics.fmean(r["peak_bytes"] for r in rs)
             ms = statistics.median(r["step_time_ms_median"] for r in rs)
+            cpu = [r["step_cpu_ms_median"] for r in rs
+                   if "step_cpu_ms_median" in r]
+            cpu_ms = statistics.median(cpu) if cpu else None
             acc = mean_sd([100 * r["test_accuracy"] for r in rs])
             change = next((s["accuracy_change_pp"] for s in stats
                            if s["model"] == name and s["config"] == label),
@@ -141,6 +149,9 @@ def summarise(runs, stats, models, configs):
                     r["compression_ratio"] for r in rs),
                 "per_kind": per_kind,
                 "step_time_ms": ms, "step_time_vs_none": ms / base_ms,
+                "step_cpu_ms": cpu_ms,
+                "step_cpu_vs_none": cpu_ms / base_cpu
+                if cpu_ms and base_cpu else None,
                 "accuracy_pct_mean": acc[0], "accuracy_pct_sd": acc[1],
                 "accuracy_change_pp": None if label == fidelity.BASELINE
                 else change,
@@ -174,6 +185,10 @@ def goals(rows, full_epochs=True):
     return out
 
 
+def fmt(x, spec, unit=""):
+    return "-" if x is None else format(x, spec) + unit
+
+
 def mib(b):
     return f"{b / 2**20:.1f}"
 
@@ -181,8 +196,8 @@ def mib(b):
 def table(rows):
     lines = ["| model | compress | peak MiB | peak none/x | tensor peak MiB"
              " | activations MiB | ratio | step ms | step x none "
-             "| accuracy % | change pp (95% CI) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| step CPU ms | CPU x none | accuracy % | change pp (95% CI) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         acc = f"{r['accuracy_pct_mean']:.2f}"
         if r["accuracy_pct_sd"] is not None:
@@ -201,7 +216,9 @@ def table(rows):
             f"| {mib(r['activation_bytes_uncompressed'])} -> "
             f"{mib(r['activation_bytes_compressed'])} "
             f"| {r['activation_ratio']:.2f}x | {r['step_time_ms']:.0f} "
-            f"| {r['step_time_vs_none']:.2f}x | {acc} | {ch} |")
+            f"| {r['step_time_vs_none']:.2f}x "
+            f"| {fmt(r['step_cpu_ms'], '.0f')} "
+            f"| {fmt(r['step_cpu_vs_none'], '.2f', 'x')} | {acc} | {ch} |")
     return "\n".join(lines)
 
 

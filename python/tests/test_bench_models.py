@@ -45,6 +45,10 @@ def test_short_run_tables_and_json(tmp_path, capsys):
     assert st["activation_bytes_compressed"] < \
         st["activation_bytes_uncompressed"]
     assert st["peak_reduction"] > 1
+    # Wall and CPU step times, each against the uncompressed run's.
+    assert st["step_cpu_ms"] > 0 and none["step_cpu_vs_none"] == 1
+    assert st["step_cpu_vs_none"] == pytest.approx(
+        st["step_cpu_ms"] / none["step_cpu_ms"])
     # Per kind: the bytes of the kinds add up to the run's activations.
     kinds = st["per_kind"]
     assert {"Conv/sz", "Dropout/mask"} <= set(kinds)

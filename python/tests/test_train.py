@@ -17,7 +17,7 @@ REPORT_KEYS = {
     "model", "device", "compress", "epochs", "batch", "steps", "final_loss",
     "test_accuracy", "peak_bytes", "predicted_peak_bytes",
     "activation_bytes_uncompressed", "activation_bytes_compressed",
-    "compression_ratio", "step_time_ms_median", "slots",
+    "compression_ratio", "step_time_ms_median", "step_cpu_ms_median", "slots",
 }
 
 

@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <unistd.h>
 
 namespace comet {
@@ -142,6 +143,7 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
       if (r.steps == 1) // the second step: caches warm, handles in use
         trainer.recordTimelineOfNextStep();
       auto t0 = std::chrono::steady_clock::now();
+      std::clock_t c0 = std::clock();
       if (options.beforeStep)
         options.beforeStep(r.steps);
       float loss = 0;
@@ -149,6 +151,7 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
       if (e.empty() && options.afterStep)
         options.afterStep(r.steps);
       auto t1 = std::chrono::steady_clock::now();
+      std::clock_t c1 = std::clock();
       if (!e.empty()) {
         if (tty)
           printf("\n");
@@ -159,6 +162,8 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
       r.losses.push_back(loss);
       r.stepMs.push_back(
           std::chrono::duration<double, std::milli>(t1 - t0).count());
+      r.stepCpuMs.push_back(1000.0 * static_cast<double>(c1 - c0) /
+                            CLOCKS_PER_SEC);
       // The bound of every slot, recorded when it changes.
       for (int64_t s = 0, n = comet_rt_num_sites(rt); s < n; ++s) {
         comet_rt_site_stats st;
@@ -375,6 +380,7 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   j.member("activation_bytes_compressed", st.activationBytesCompressed);
   j.member("compression_ratio", ratioOf(st));
   j.member("step_time_ms_median", medianOf(r.stepMs));
+  j.member("step_cpu_ms_median", medianOf(r.stepCpuMs));
   j.key("categories");
   j.objectBegin();
   for (const CategoryBytes &c : st.categories) {

@@ -90,6 +90,9 @@ struct RunResult {
   int64_t steps = 0;
   float lastLoss = 0;
   std::vector<double> losses, stepMs;
+  /// The process's CPU time of each step, all threads: unlike stepMs it
+  /// leaves out the time spent waiting for a core on a loaded machine.
+  std::vector<double> stepCpuMs;
   /// Per site: (step, bound) whenever a slot's bound changed.
   std::map<int64_t, std::vector<std::pair<int64_t, double>>> ebHistory;
   /// The trainer's statistics right after the last step.
