@@ -129,7 +129,9 @@ def summarise(runs, stats, models, configs):
             cpu = [r["step_cpu_ms_median"] for r in rs
                    if "step_cpu_ms_median" in r]
             cpu_ms = statistics.median(cpu) if cpu else None
-            acc = mean_sd([100 * r["test_accuracy"] for r in rs])
+            accs = [100 * r["test_accuracy"] for r in rs
+                    if r["test_accuracy"] is not None]
+            acc = mean_sd(accs) if accs else (None, None)
             change = next((s["accuracy_change_pp"] for s in stats
                            if s["model"] == name and s["config"] == label),
                           None)
@@ -189,6 +191,10 @@ def fmt(x, spec, unit=""):
     return "-" if x is None else format(x, spec) + unit
 
 
+def pct(x):
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
 def mib(b):
     return f"{b / 2**20:.1f}"
 
@@ -199,7 +205,7 @@ def table(rows):
              "| step CPU ms | CPU x none | accuracy % | change pp (95% CI) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        acc = f"{r['accuracy_pct_mean']:.2f}"
+        acc = fmt(r["accuracy_pct_mean"], ".2f")
         if r["accuracy_pct_sd"] is not None:
             acc += f" ± {r['accuracy_pct_sd']:.2f}"
         c = r["accuracy_change_pp"]
@@ -287,13 +293,15 @@ def main(argv=None):
                 runs.append(r)
                 progress.step(
                     f"{r['model']} {label} seed {seed}: acc "
-                    f"{100 * r['test_accuracy']:.2f}%, peak "
+                    f"{pct(r['test_accuracy'])}, peak "
                     f"{mib(r['peak_bytes'])} MiB, act ratio "
                     f"{r['compression_ratio']:.2f}, step "
                     f"{r['step_time_ms_median']:.0f} ms"
                     + (" (resumed)" if r["resumed"] else ""),
                     ran=not r["resumed"])
-    stats = fidelity.analyse(runs, configs)
+    # Runs without an evaluation (--eval-samples -1) have no accuracy.
+    stats = fidelity.analyse(
+        [r for r in runs if r["test_accuracy"] is not None], configs)
     rows = summarise(runs, stats, args.models, configs)
     print(table(rows))
     print()
