@@ -75,3 +75,30 @@ def test_missing_model_is_an_error(tmp_path, capsys):
                            "--out-dir", str(tmp_path)])
     assert e.value.code == 2
     assert "no training graph for model" in capsys.readouterr().err
+
+
+
+def test_runs_without_evaluation_have_no_accuracy(tmp_path):
+    # comet-train --eval-samples -1 reports test_accuracy null: the table
+    # shows no accuracy and no paired change, rather than crashing or 0%.
+    assert bench_models.pct(None) == "-" and bench_models.pct(0.5) == "50.00%"
+    runs = []
+    for c, out in (("none", 800), ("static", 200)):
+        rep = tmp_path / f"{c}.json"
+        rep.write_text(json.dumps({"tensor_peak_bytes": 900, "slots": [
+            {"value": "/features/features.0/Conv", "codec": "sz",
+             "bytes_uncompressed": 800, "bytes_compressed": out}]}))
+        runs.append({"model": "cnn", "config": c, "seed": 1, "steps": 2,
+                     "test_accuracy": None, "peak_bytes": 1000 + out,
+                     "report": str(rep), "step_time_ms_median": 2.0,
+                     "activation_bytes_uncompressed": 800,
+                     "activation_bytes_compressed": out,
+                     "compression_ratio": 800 / out})
+    rows = {r["config"]: r for r in bench_models.summarise(
+        runs, [], ["cnn"], ["none", "static"])}
+    st = rows["static"]
+    assert st["accuracy_pct_mean"] is None and st["accuracy_change_pp"] is None
+    assert st["per_kind"]["Conv/sz"]["ratio"] == pytest.approx(4.0)
+    assert st["peak_reduction"] == pytest.approx(1800 / 1200)
+    assert st["step_cpu_ms"] is None  # older reports: no CPU time
+    assert "| cnn | static |" in bench_models.table(list(rows.values()))
