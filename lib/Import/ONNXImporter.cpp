@@ -306,7 +306,9 @@ LogicalResult Importer::importNode(const ox::Node &node) {
       operands.push_back(noValue(loc));
 
   size_t nOut = node.outputs.size();
-  if (nOut < info->minOutputs || nOut > info->maxOutputs)
+  // A variadic result list (SplitTraining) has the node's outputs.
+  size_t nResults = info->maxOutputs == ~0u ? nOut : info->maxOutputs;
+  if (nOut < info->minOutputs || nOut > nResults)
     return emitError(loc) << label(node) << ": has " << nOut
                           << " outputs, expected " << info->minOutputs
                           << (info->minOutputs == info->maxOutputs
@@ -346,8 +348,8 @@ LogicalResult Importer::importNode(const ox::Node &node) {
     return failure();
 
   // Results: the file's types where it has them, inference for the rest.
-  SmallVector<Type> fileTypes(info->maxOutputs, Type());
-  for (size_t i = 0; i < info->maxOutputs; ++i) {
+  SmallVector<Type> fileTypes(nResults, Type());
+  for (size_t i = 0; i < nResults; ++i) {
     if (i >= nOut || node.outputs[i].empty()) {
       fileTypes[i] = b.getNoneType();
       continue;

@@ -121,9 +121,37 @@ def actnet() -> nn.Module:
     return ActNet()
 
 
+class Embedding(nn.Module):
+    """A token model over the 28 image rows: each row's middle pixel,
+    quantized to 16 levels, picks a learned 8-dim embedding (nn.Embedding),
+    the row itself goes through Linear 28->8 and GELU; the two are
+    concatenated per row, flattened and classified by Linear 448->10.
+    Small; it exists for the ops ORT writes for embeddings and concatenation
+    (Gather, GatherGrad, ConcatTraining, SplitTraining)."""
+
+    def __init__(self, levels=16, dim=8, tokens=28, token_dim=28, classes=10):
+        super().__init__()
+        self.levels = levels
+        self.embed = nn.Embedding(levels, dim)
+        self.proj = nn.Linear(token_dim, dim)
+        self.act = nn.GELU()
+        self.head = nn.Linear(tokens * 2 * dim, classes)
+
+    def forward(self, x):
+        rows = x.squeeze(1)  # [B, 28, 28]
+        ids = (rows[:, :, rows.shape[2] // 2] * (self.levels - 1)).long()  # [B, 28]
+        h = torch.cat([self.embed(ids), self.act(self.proj(rows))], dim=2)
+        return self.head(h.flatten(1))
+
+
+def embedding() -> nn.Module:
+    return Embedding()
+
+
 # The names comet.export.TORCH_MODELS lists (with each one's opset).
 BUILDERS = {"cnn": cnn, "transformer": transformer, "resnet18": resnet18,
-            "mobilenet_v2": mobilenet_v2, "actnet": actnet}
+            "mobilenet_v2": mobilenet_v2, "actnet": actnet,
+            "embedding": embedding}
 
 
 def build(name: str, seed: int = 0) -> nn.Module:

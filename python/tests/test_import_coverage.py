@@ -15,12 +15,7 @@ import pytest
 from comet_tools import tool
 
 ROOT = Path(__file__).resolve().parents[2]
-# The PyTorch fixtures hold the ops that the importer does not have yet
-# (issue 13; docs/models.md, "Op inventory", lists them); they join this
-# check when it does.
-PENDING_IMPORT = {"transformer"}
-FIXTURES = sorted(p for p in (ROOT / "test" / "fixtures" / "models").glob("*/*.onnx")
-                  if p.parent.name not in PENDING_IMPORT)
+FIXTURES = sorted((ROOT / "test" / "fixtures" / "models").glob("*/*.onnx"))
 INPUTS = sorted(p for p in (ROOT / "test" / "Import" / "Inputs").glob("*.onnx")
                 if not p.name.startswith("bad-"))
 NOT_NODES = {"onnx.NoValue", "onnx.Initializer"}

@@ -1,5 +1,5 @@
 """One training step of the PyTorch-exported models (cnn, transformer,
-actnet, resnet18, mobilenet_v2) through comet-train against ONNX Runtime on the same
+actnet, resnet18, mobilenet_v2, embedding) through comet-train against ONNX Runtime on the same
 training_model.onnx: the loss and every parameter gradient must agree
 within 1e-4 relative (max |comet - ort| / max |ort| per tensor; 1e-3 for
 mobilenet_v2's gradients, see MODEL_TOL).
@@ -15,7 +15,9 @@ arithmetic (a conv bias that BatchNorm
 follows) is rounding residue on both sides; it must stay below 1e-5 of the
 model's largest gradient instead.
 
-resnet18 and mobilenet_v2 are too large to check in; they live in
+resnet18 and mobilenet_v2 are too large to check in, and the small
+embedding model (GatherGrad, ConcatTraining, SplitTraining) is made on
+demand; they live in
 $COMET_BUILD_DIR/models (default build/models, written by
 scripts/export-torch-models.sh, as for test_torch_models.py). Without them
 the tests skip, and fail under CI=true."""
@@ -46,9 +48,10 @@ TOL = 1e-4
 # at 1e-4 there; its tensors are held to 1e-3 (measured worst: 3.4e-4).
 MODEL_TOL = {"mobilenet_v2": 1e-3}
 # The models with BatchNorm (running statistics to compare), and the
-# gradient count of the transformer (all 31 parameters).
+# gradient counts of the transformer and the embedding model (all
+# parameters).
 HAS_BATCHNORM = {"cnn", "resnet18", "mobilenet_v2"}
-NUM_GRADS = {"transformer": 31}
+NUM_GRADS = {"transformer": 31, "embedding": 5}
 # A gradient below this fraction of the model's largest is zero in exact
 # arithmetic (rounding residue is ~1e-6 of it).
 ZERO = 1e-5
@@ -183,8 +186,7 @@ def comet_step(d: pathlib.Path, tmp_path, seed=0):
     images.tofile(tmp_path / "in.bin")
     labels.tofile(tmp_path / "labels.bin")
     out = tmp_path / f"dump{seed}"
-    # The training graph alone, so comet-train does not load the eval graph
-    # next to it (the transformer's does not import yet).
+    # The training graph alone: the step needs nothing else of the folder.
     graph = tmp_path / "graph" / "training_model.onnx"
     if not graph.exists():
         graph.parent.mkdir()
@@ -199,7 +201,8 @@ def comet_step(d: pathlib.Path, tmp_path, seed=0):
     return images, labels, out, masks
 
 
-@pytest.mark.parametrize("name", ["cnn", "transformer", "actnet", "resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize("name", ["cnn", "transformer", "actnet", "resnet18",
+                                  "mobilenet_v2", "embedding"])
 def test_one_step_matches_ort(name, tmp_path):
     d = model_dir(name)
     images, labels, out, raw_masks = comet_step(d, tmp_path)
@@ -266,3 +269,62 @@ def test_dropout_masks_follow_the_seed(tmp_path):
     assert abs(kept - 0.75) < 0.02, kept
     assert np.array_equal(a[name], b[name])
     assert not np.array_equal(a[name], c[name])
+
+
+FMNIST = "/usr/share/datasets/fashion-mnist"
+EVAL_SAMPLES, EVAL_BATCH = 256, 32
+
+
+def test_transformer_eval_matches_ort(tmp_path):
+    """The transformer's eval graph (the decomposed LayerNorm and GELU, the
+    attention's Shape/Gather/Concat plumbing) through comet-train against
+    an ORT InferenceSession on eval_model.onnx, both with model.onnx's
+    weights, on the first 256 Fashion-MNIST test images in batches of 32:
+    the test loss within 1e-4 relative, the same number of correct
+    predictions. comet-train takes one step with the built-in SGD at
+    learning rate 1e-30 (it must be positive), which moves no weight by
+    more than 1e-30 of its gradient: the evaluated weights are the initial
+    ones far below the tolerance."""
+    if not os.path.isdir(FMNIST):
+        if os.environ.get("CI") == "true":
+            pytest.fail("dataset-fashion-mnist not installed")
+        pytest.skip("dataset-fashion-mnist not installed")
+    d = model_dir("transformer")
+    rep = tmp_path / "r.json"
+    p = subprocess.run([tool("comet-train"), str(d), "--data", "fashion-mnist",
+                        "--data-dir", FMNIST, "--weights", str(d / "model.onnx"),
+                        "--optimizer", "builtin", "--lr", "1e-30", "--momentum", "0",
+                        "--batch", str(EVAL_BATCH), "--max-steps", "1",
+                        "--eval-samples", str(EVAL_SAMPLES), "--compress", "none",
+                        "--report", str(rep), "--quiet"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(rep.read_text())
+
+    from comet import data
+    images, labels = data.load_fashion_mnist("test", directory=FMNIST,
+                                             limit=EVAL_SAMPLES)
+    model = onnx.load(str(d / "eval_model.onnx"))
+    loss_node = next(n for n in model.graph.node
+                     if n.op_type == "SoftmaxCrossEntropyLoss")
+    model.graph.output.append(helper.make_empty_tensor_value_info(loss_node.input[0]))
+    weights = {t.name: numpy_helper.to_array(t)
+               for t in onnx.load(str(d / "model.onnx")).graph.initializer}
+    sess = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    losses, correct = [], 0
+    for s in range(0, EVAL_SAMPLES, EVAL_BATCH):
+        feeds = {i.name: weights[i.name] for i in model.graph.input if i.name in weights}
+        feeds["input"] = images[s:s + EVAL_BATCH]
+        feeds["labels"] = labels[s:s + EVAL_BATCH]
+        loss, logits = sess.run(None, feeds)
+        losses.append(float(loss))
+        correct += int(np.sum(np.argmax(logits, axis=1) == labels[s:s + EVAL_BATCH]))
+    loss_ref = float(np.mean(losses))
+    diff = abs(r["test_loss"] - loss_ref) / abs(loss_ref)
+    print(f"transformer eval: loss {r['test_loss']:.6f} (ORT {loss_ref:.6f}), "
+          f"relative diff {diff:.2e}; accuracy {r['test_accuracy']:.4f} "
+          f"(ORT {correct / EVAL_SAMPLES:.4f})")
+    assert np.isfinite(r["test_loss"])
+    assert diff <= TOL
+    assert round(r["test_accuracy"] * EVAL_SAMPLES) == correct

@@ -745,6 +745,10 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return call(Fn::cast_i1_f32, {in(0), res(0)});
         if (from == to && to.isF32())
           return call(Fn::identity, {in(0), res(0)});
+        if (from == to && to.isInteger(64))
+          return call(Fn::identity_i64, {in(0), res(0)});
+        if (from.isF32() && to.isInteger(64))
+          return call(Fn::cast_f32_i64, {in(0), res(0)});
         return o.emitError("comet-lower-to-runtime: Cast from ")
                << from << " to " << to << " is not supported";
       })
@@ -875,6 +879,85 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return foldI64(o);
         }
         return call(Fn::scale, {in(0), constMemref(-1.0f), res(0), i64c(0)});
+      })
+      // Exported eval graphs and embedding models.
+      .Case<PowOp>([&](PowOp) {
+        return call(Fn::pow, {in(0), in(1), res(0)});
+      })
+      .Case<SqrtOp>([&](SqrtOp) {
+        return call(Fn::sqrt, {in(0), res(0)});
+      })
+      .Case<ErfOp>([&](ErfOp) {
+        return call(Fn::erf, {in(0), res(0)});
+      })
+      .Case<GatherOp>([&](GatherOp o) -> LogicalResult {
+        Type elt = getElementTypeOrSelf(o.getOutput().getType());
+        // An entry of a static shape: a constant.
+        if (elt.isInteger(64) && onnx::getConstantInts(o.getOutput()))
+          return foldI64(o);
+        if (!getElementTypeOrSelf(o.getIndices().getType()).isInteger(64))
+          return o.emitError("comet-lower-to-runtime: Gather indices of ")
+                 << o.getIndices().getType() << " are not supported (i64)";
+        if (elt.isF32() || elt.isInteger(64))
+          return call(elt.isF32() ? Fn::gather : Fn::gather_i64,
+                      {in(0), in(1), res(0), i64c(o.getAxis())});
+        return o.emitError("comet-lower-to-runtime: Gather of ")
+               << o.getData().getType() << " is not supported";
+      })
+      .Case<GatherGradOp>([&](GatherGradOp o) -> LogicalResult {
+        if (!getElementTypeOrSelf(o.getIndices().getType()).isInteger(64))
+          return o.emitError("comet-lower-to-runtime: GatherGrad indices of ")
+                 << o.getIndices().getType() << " are not supported (i64)";
+        return call(Fn::gather_grad, {in(1), in(2), res(0), i64c(o.getAxis())});
+      })
+      .Case<ConcatOp, ConcatTrainingOp>([&](Operation *o) -> LogicalResult {
+        Value out = o->getResult(0);
+        auto t = cast<RankedTensorType>(out.getType());
+        if (t.getElementType().isInteger(64) && onnx::getConstantInts(out))
+          return foldI64(o);
+        if (!t.getElementType().isF32() && !t.getElementType().isInteger(64))
+          return o->emitError("comet-lower-to-runtime: Concat of ")
+                 << t << " is not supported";
+        Fn fn =
+            t.getElementType().isF32() ? Fn::concat_part : Fn::concat_part_i64;
+        int64_t axis = isa<ConcatOp>(o) ? cast<ConcatOp>(o).getAxis()
+                                        : cast<ConcatTrainingOp>(o).getAxis();
+        if (axis < 0)
+          axis += t.getRank();
+        // One copy per input, each at its offset along the axis.
+        SmallVector<int64_t> lengths;
+        int64_t offset = 0;
+        for (unsigned i = 0; i < o->getNumOperands(); ++i) {
+          auto it = cast<RankedTensorType>(o->getOperand(i).getType());
+          if (failed(call(fn, {in(i), res(0), i64c(axis), i64c(offset)})))
+            return failure();
+          lengths.push_back(it.getDimSize(axis));
+          offset += lengths.back();
+        }
+        if (auto c = dyn_cast<ConcatTrainingOp>(o);
+            c && !isa<NoneType>(c.getPerInputLength().getType()))
+          return materializeConstant(
+              c.getPerInputLength(),
+              DenseElementsAttr::get(
+                  cast<ShapedType>(c.getPerInputLength().getType()),
+                  ArrayRef(lengths)));
+        return success();
+      })
+      .Case<SplitTrainingOp>([&](SplitTrainingOp o) -> LogicalResult {
+        auto split = onnx::getConstantInts(o.getSplit());
+        if (!split || split->size() != o.getNumResults())
+          return o.emitError("comet-lower-to-runtime: SplitTraining needs a "
+                             "constant split with one length per output");
+        int64_t r = cast<RankedTensorType>(o.getInput().getType()).getRank();
+        int64_t axis = o.getAxis() < 0 ? o.getAxis() + r : o.getAxis();
+        int64_t offset = 0;
+        for (unsigned i = 0; i < o.getNumResults(); ++i) {
+          if (failed(call(Fn::split_part,
+                          {in(0), res(i), i64c(axis), i64c(offset)})))
+            return failure();
+          offset += (*split)[i];
+        }
+        return success();
       })
       .Case<CompressOp>([&](CompressOp o) -> LogicalResult {
         auto mt = cast<MemRefType>(operand(o.getInput()).getType());

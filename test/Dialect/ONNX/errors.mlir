@@ -579,3 +579,111 @@ func.func @neg_bool(%x: tensor<4xi1>) {
   %y = onnx.Neg(%x) : (tensor<4xi1>) -> tensor<4xi1>
   return
 }
+
+// -----
+
+// Pow: the operands broadcast.
+func.func @pow_broadcast(%x: tensor<2x8xf32>, %y: tensor<3xf32>) {
+  // expected-error @+1 {{operands 'tensor<2x8xf32>' and 'tensor<3xf32>' do not broadcast}}
+  %z = onnx.Pow(%x, %y) : (tensor<2x8xf32>, tensor<3xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// Sqrt: the input is float.
+func.func @sqrt_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{the input must have a float element type, got 'i64'}}
+  %y = onnx.Sqrt(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// Erf: the result keeps the input's shape.
+func.func @erf_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{shape mismatch: the input is 'tensor<4xf32>' but the result is 'tensor<5xf32>'}}
+  %y = onnx.Erf(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+// Gather: axis lies in [-rank, rank) of data.
+func.func @gather_axis(%d: tensor<4x8xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %y = onnx.Gather(%d, %i) {axis = 2 : i64} : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// Gather: the result has rank r + q - 1.
+func.func @gather_rank(%d: tensor<4x8xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{output must have rank 2 (data rank + indices rank - 1), got 3}}
+  %y = onnx.Gather(%d, %i) {axis = 0 : i64} : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3x8x1xf32>
+  return
+}
+
+// -----
+
+// Gather: indices are integers.
+func.func @gather_indices(%d: tensor<4x8xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{indices must be i32 or i64, got 'f32'}}
+  %y = onnx.Gather(%d, %i) {axis = 0 : i64} : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+// Concat: the inputs agree on every dim but the axis.
+func.func @concat_dims(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) {
+  // expected-error @+1 {{inputs differ in dim 0 (not the axis): 2 and 4}}
+  %y = onnx.Concat(%a, %b) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+// Concat: the inputs share a rank.
+func.func @concat_rank(%a: tensor<2x3xf32>, %b: tensor<2x3x1xf32>) {
+  // expected-error @+1 {{inputs differ in rank: 2 and 3}}
+  %y = onnx.Concat(%a, %b) {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2x3x1xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// Concat: the inputs share an element type.
+func.func @concat_dtype(%a: tensor<2xf32>, %b: tensor<2xi64>) {
+  // expected-error @+1 {{element type mismatch: an input has 'f32' but an input has 'i64'}}
+  %y = onnx.Concat(%a, %b) {axis = 0 : i64} : (tensor<2xf32>, tensor<2xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// ConcatTraining: one length per input.
+func.func @concat_training_lengths(%a: tensor<2xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{per_input_length must have 2 elements, got 3}}
+  %y, %l = onnx.ConcatTraining(%a, %b) {axis = 0 : i64} : (tensor<2xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<3xi64>)
+  return
+}
+
+// -----
+
+// SplitTraining: split is a 1-d i64 tensor.
+func.func @split_training_split(%x: tensor<4xf32>, %s: tensor<2xf32>) {
+  // expected-error @+1 {{split must be a tensor of i64, got 'f32'}}
+  %a, %b = onnx.SplitTraining(%x, %s) {axis = 0 : i64} : (tensor<4xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+  return
+}
+
+// -----
+
+// GatherGrad: dY has rank r + q - 1.
+func.func @gather_grad_rank(%s: tensor<2xi64>, %i: tensor<3xi64>, %dy: tensor<3xf32>) {
+  // expected-error @+1 {{dY must have rank 2 (dX rank + indices rank - 1), got 1}}
+  %dx = onnx.GatherGrad(%s, %i, %dy) {axis = 0 : i64} : (tensor<2xi64>, tensor<3xi64>, tensor<3xf32>) -> tensor<4x8xf32>
+  return
+}

@@ -103,3 +103,31 @@ func.func @activations_and_average_pool(%x: tensor<?x4x8x8xf32>, %pads: tensor<8
   %dx = onnx.SigmoidGrad(%ds, %s) : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
   return %y, %dx : tensor<?x4x4x4xf32>, tensor<?x4x8x8xf32>
 }
+
+// LayerNorm and GELU as torch exports them for eval (Pow, Sqrt, Erf), the
+// attention's shape plumbing (Gather of a shape entry, Concat), an
+// embedding (Gather of rows) and the gradients ORT builds for them.
+// CHECK-LABEL: func.func @eval_and_embedding_ops
+func.func @eval_and_embedding_ops(%x: tensor<?x28x64xf32>, %two: tensor<f32>, %w: tensor<16x8xf32>, %ids: tensor<?x28xi64>, %h: tensor<?x28x8xf32>, %i0: tensor<i64>, %u: tensor<1xi64>, %shape: tensor<2xi64>) -> (tensor<?x28x64xf32>, tensor<3xi64>, tensor<16x8xf32>, tensor<?x28x8xf32>) {
+  // CHECK: onnx.Pow(%{{.*}}, %{{.*}}) : (tensor<?x28x64xf32>, tensor<f32>) -> tensor<?x28x64xf32>
+  %p = onnx.Pow(%x, %two) : (tensor<?x28x64xf32>, tensor<f32>) -> tensor<?x28x64xf32>
+  // CHECK: onnx.Sqrt({{.*}}) -> tensor<?x28x64xf32>
+  %s = onnx.Sqrt(%p) : (tensor<?x28x64xf32>) -> tensor<?x28x64xf32>
+  // CHECK: onnx.Erf({{.*}}) -> tensor<?x28x64xf32>
+  %e = onnx.Erf(%s) : (tensor<?x28x64xf32>) -> tensor<?x28x64xf32>
+  %sh = onnx.Shape(%x) : (tensor<?x28x64xf32>) -> tensor<3xi64>
+  // CHECK: onnx.Gather({{.*}}) : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %g = onnx.Gather(%sh, %i0) {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %gu = onnx.Unsqueeze(%g, %u) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  // CHECK: onnx.Concat({{.*}}) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %c = onnx.Concat(%gu, %u, %gu) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  // CHECK: onnx.Gather({{.*}}) : (tensor<16x8xf32>, tensor<?x28xi64>) -> tensor<?x28x8xf32>
+  %emb = onnx.Gather(%w, %ids) {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x28xi64>) -> tensor<?x28x8xf32>
+  // CHECK: onnx.ConcatTraining({{.*}}) {axis = 2 : i64} : (tensor<?x28x8xf32>, tensor<?x28x8xf32>) -> (tensor<?x28x16xf32>, tensor<2xi64>)
+  %cat, %len = onnx.ConcatTraining(%emb, %h) {axis = 2 : i64} : (tensor<?x28x8xf32>, tensor<?x28x8xf32>) -> (tensor<?x28x16xf32>, tensor<2xi64>)
+  // CHECK: onnx.SplitTraining({{.*}}) {axis = 2 : i64} : (tensor<?x28x16xf32>, tensor<2xi64>) -> (tensor<?x28x8xf32>, tensor<?x28x8xf32>)
+  %d0, %d1 = onnx.SplitTraining(%cat, %len) {axis = 2 : i64} : (tensor<?x28x16xf32>, tensor<2xi64>) -> (tensor<?x28x8xf32>, tensor<?x28x8xf32>)
+  // CHECK: onnx.GatherGrad({{.*}}) : (tensor<2xi64>, tensor<?x28xi64>, tensor<?x28x8xf32>) -> tensor<16x8xf32>
+  %dw = onnx.GatherGrad(%shape, %ids, %d0) {axis = 0 : i64} : (tensor<2xi64>, tensor<?x28xi64>, tensor<?x28x8xf32>) -> tensor<16x8xf32>
+  return %e, %c, %dw, %d1 : tensor<?x28x64xf32>, tensor<3xi64>, tensor<16x8xf32>, tensor<?x28x8xf32>
+}

@@ -152,6 +152,31 @@ save("activation-ops.onnx", [
     [i64("pads", [0, 0, 1, 1, 0, 0, 1, 1])],
     [vi("dt", F, ["batch", 4, 5, 5]), vi("dp", F, ["batch", 4, 10, 10])])
 
+# Exported eval graphs and embedding models: LayerNorm and GELU as torch
+# exports them (Pow, Sqrt, Erf), the attention's shape plumbing (Gather of a
+# shape entry with a scalar index, Unsqueeze, Concat into a Reshape target),
+# an embedding (Gather of rows by i64 ids) and the gradients ORT builds for
+# Concat and Gather (ConcatTraining, SplitTraining, GatherGrad); no
+# value_info, so every type is inferred.
+save("eval-ops.onnx", [
+    node("Pow", ["x", "two"], ["p"], "pow"),
+    node("Sqrt", ["p"], ["s"], "sqrt"),
+    node("Erf", ["s"], ["e"], "erf"),
+    node("Shape", ["x"], ["sh"], "shape"),
+    node("Gather", ["sh", "i0"], ["b"], "gather_batch", axis=0),
+    node("Unsqueeze", ["b", "ax0"], ["bu"], "unsqueeze"),
+    node("Concat", ["bu", "minus1"], ["target"], "concat", axis=0),
+    node("Reshape", ["e", "target"], ["flat"], "reshape"),
+    node("Gather", ["table", "ids"], ["emb"], "embed", axis=0),
+    node("ConcatTraining", ["emb", "h"], ["cat", "lengths"], "concat_training", MS, axis=2),
+    node("SplitTraining", ["cat", "lengths"], ["demb", "dh"], "split_training", MS, axis=2),
+    node("Shape", ["table"], ["tshape"], "table_shape"),
+    node("GatherGrad", ["tshape", "ids", "demb"], ["dtable"], "gather_grad", MS, axis=0),
+], [vi("x", F, ["batch", 4, 8]), vi("ids", TP.INT64, ["batch", 6]), vi("h", F, ["batch", 6, 4])],
+    [vi("flat", F, None), vi("dtable", F, None), vi("dh", F, None)],
+    [scalar("two", 2.0), i64("i0", 0), i64("ax0", [0]), i64("minus1", [-1]),
+     w("table", (16, 8), 6)])
+
 # Shape family: Shape, Expand, ReduceSum over constant axes, Constant.
 save("shape.onnx", [
     node("Shape", ["x"], ["s"], "shape"),

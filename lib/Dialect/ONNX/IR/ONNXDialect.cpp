@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -102,6 +103,15 @@ static const OpInfo kOps[] = {
     {"SoftmaxCrossEntropyLossInternal", "com.microsoft", 2, 4, 1, 2},
     {"SoftmaxCrossEntropyLossInternalGrad", "com.microsoft", 3, 6, 1, 1},
     {"SoftmaxGrad_13", "com.microsoft", 2, 2, 1, 1},
+    // Exported eval graphs and embedding models.
+    {"Concat", "", 1, kVariadic, 1, 1},
+    {"Erf", "", 1, 1, 1, 1},
+    {"Gather", "", 2, 2, 1, 1},
+    {"Pow", "", 2, 2, 1, 1},
+    {"Sqrt", "", 1, 1, 1, 1},
+    {"ConcatTraining", "com.microsoft", 1, kVariadic, 1, 2},
+    {"GatherGrad", "com.microsoft", 3, 3, 1, 1},
+    {"SplitTraining", "com.microsoft", 2, 2, 1, kVariadic},
 };
 
 ArrayRef<OpInfo> comet::onnx::getSupportedOps() { return kOps; }
@@ -216,6 +226,56 @@ std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
     else
       r = x / y;
     return SmallVector<int64_t>{r};
+  }
+  // The shape plumbing of exported attention: a shape entry taken by
+  // Gather, re-ranked by Unsqueeze/Squeeze, kept by an i64 Cast, joined by
+  // Concat; and the lengths ConcatTraining records for SplitTraining.
+  if (Operation *def = v.getDefiningOp();
+      def && isa<UnsqueezeOp, SqueezeOp, CastOp>(def)) {
+    if (!getElementTypeOrSelf(v.getType()).isInteger(64) ||
+        !getElementTypeOrSelf(def->getOperand(0).getType()).isInteger(64))
+      return std::nullopt;
+    return getConstantInts(def->getOperand(0));
+  }
+  if (auto gather = v.getDefiningOp<GatherOp>()) {
+    auto t = dyn_cast<RankedTensorType>(gather.getData().getType());
+    auto data = getConstantInts(gather.getData()),
+         idx = getConstantInts(gather.getIndices());
+    if (!t || t.getRank() != 1 || !data || !idx)
+      return std::nullopt;
+    int64_t n = data->size();
+    SmallVector<int64_t> out;
+    for (int64_t i : *idx) {
+      if (i < -n || i >= n)
+        return std::nullopt;
+      out.push_back((*data)[i < 0 ? i + n : i]);
+    }
+    return out;
+  }
+  if (auto cat = v.getDefiningOp<ConcatOp>()) {
+    SmallVector<int64_t> out;
+    for (Value in : cat.getInputs()) {
+      auto part = getConstantInts(in);
+      if (!part)
+        return std::nullopt;
+      out.append(*part);
+    }
+    return out;
+  }
+  if (auto cat = v.getDefiningOp<ConcatTrainingOp>();
+      cat && v == cat.getPerInputLength()) {
+    SmallVector<int64_t> out;
+    for (Value in : cat.getInputs()) {
+      auto t = dyn_cast<RankedTensorType>(in.getType());
+      if (!t)
+        return std::nullopt;
+      int64_t r = t.getRank(),
+              a = cat.getAxis() < 0 ? cat.getAxis() + r : cat.getAxis();
+      if (a < 0 || a >= r || t.isDynamicDim(a))
+        return std::nullopt;
+      out.push_back(t.getDimSize(a));
+    }
+    return out;
   }
   if (auto init = v.getDefiningOp<InitializerOp>())
     attr = init.getValue();

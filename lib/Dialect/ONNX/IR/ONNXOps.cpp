@@ -1047,3 +1047,137 @@ LogicalResult PadOp::verify() {
                          << 2 * ds->size() << ")";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Exported eval graphs and embedding models
+//===----------------------------------------------------------------------===//
+
+LogicalResult PowOp::verify() {
+  if (failed(checkFloat(*this, getX(), "X")) ||
+      failed(checkFloat(*this, getY(), "Y")))
+    return failure();
+  auto a = shapeOf(getX()), b = shapeOf(getY());
+  SmallVector<int64_t> out;
+  if (a && b && !broadcastShapes(*a, *b, out))
+    return emitOpError() << "operands " << getX().getType() << " and "
+                         << getY().getType() << " do not broadcast";
+  return checkSameElementType(*this, {{getX(), "X"}, {getZ(), "Z"}});
+}
+
+/// A float unary op: one element type and shape for x and y.
+static LogicalResult verifyFloatUnary(Operation *op) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  if (failed(checkFloat(op, x, "the input")) ||
+      failed(checkSameElementType(op, {{x, "the input"}, {y, "the result"}})))
+    return failure();
+  return checkCompatibleShapes(op, x, "the input", y, "the result");
+}
+
+LogicalResult SqrtOp::verify() { return verifyFloatUnary(*this); }
+LogicalResult ErfOp::verify() { return verifyFloatUnary(*this); }
+
+static LogicalResult checkIndices(Operation *op, Value indices) {
+  if (Type t = elementTypeOf(indices);
+      t && !t.isSignlessInteger(64) && !t.isSignlessInteger(32))
+    return op->emitOpError() << "indices must be i32 or i64, got " << t;
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  if (failed(checkRankAtLeast(*this, getData(), "data", 1)) ||
+      failed(checkAxis(*this, getData(), getAxis())) ||
+      failed(checkIndices(*this, getIndices())) ||
+      failed(checkSameElementType(
+          *this, {{getData(), "data"}, {getOutput(), "output"}})))
+    return failure();
+  auto d = shapeOf(getData()), i = shapeOf(getIndices()),
+       o = shapeOf(getOutput());
+  if (d && i && o && o->size() != d->size() + i->size() - 1)
+    return emitOpError() << "output must have rank "
+                         << d->size() + i->size() - 1
+                         << " (data rank + indices rank - 1), got "
+                         << o->size();
+  return success();
+}
+
+LogicalResult GatherGradOp::verify() {
+  if (failed(checkShapeTensor(*this, getShape(), "shape")) ||
+      failed(checkIndices(*this, getIndices())) ||
+      failed(checkFloat(*this, getDY(), "dY")) ||
+      failed(checkSameElementType(*this, {{getDY(), "dY"}, {getDX(), "dX"}})) ||
+      failed(checkAxis(*this, getDX(), getAxis())))
+    return failure();
+  auto x = shapeOf(getDX()), i = shapeOf(getIndices()), dy = shapeOf(getDY());
+  if (x && i && dy && dy->size() != x->size() + i->size() - 1)
+    return emitOpError() << "dY must have rank " << x->size() + i->size() - 1
+                         << " (dX rank + indices rank - 1), got " << dy->size();
+  return success();
+}
+
+/// Concat and ConcatTraining: inputs of one element type and rank that
+/// agree on every dim but `axis`.
+static LogicalResult verifyConcat(Operation *op, ValueRange inputs,
+                                  Value result, int64_t axis) {
+  if (inputs.empty())
+    return op->emitOpError() << "needs at least one input";
+  SmallVector<std::pair<Value, StringRef>> named;
+  for (Value v : inputs)
+    named.push_back({v, "an input"});
+  named.push_back({result, "the result"});
+  if (failed(checkSameElementType(op, named)))
+    return failure();
+  std::optional<ArrayRef<int64_t>> first;
+  for (Value v : inputs) {
+    auto s = shapeOf(v);
+    if (!s)
+      continue;
+    if (failed(checkAxis(op, v, axis)))
+      return failure();
+    if (!first) {
+      first = s;
+      continue;
+    }
+    if (s->size() != first->size())
+      return op->emitOpError() << "inputs differ in rank: " << first->size()
+                               << " and " << s->size();
+    int64_t a = axis < 0 ? axis + int64_t(s->size()) : axis;
+    for (int64_t d = 0; d < int64_t(s->size()); ++d)
+      if (d != a && !isDyn((*s)[d]) && !isDyn((*first)[d]) &&
+          (*s)[d] != (*first)[d])
+        return op->emitOpError()
+               << "inputs differ in dim " << d
+               << " (not the axis): " << (*first)[d] << " and " << (*s)[d];
+  }
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  return verifyConcat(*this, getInputs(), getConcatResult(), getAxis());
+}
+
+LogicalResult ConcatTrainingOp::verify() {
+  if (failed(verifyConcat(*this, getInputs(), getConcatResult(), getAxis())))
+    return failure();
+  Value len = getPerInputLength();
+  if (isa<NoneType>(len.getType()))
+    return success();
+  if (failed(checkShapeTensor(*this, len, "per_input_length")))
+    return failure();
+  if (auto s = shapeOf(len);
+      s && !isDyn((*s)[0]) && (*s)[0] != int64_t(getInputs().size()))
+    return emitOpError() << "per_input_length must have " << getInputs().size()
+                         << " elements, got " << (*s)[0];
+  return success();
+}
+
+LogicalResult SplitTrainingOp::verify() {
+  if (getOutputs().empty())
+    return emitOpError() << "needs at least one output";
+  if (failed(checkShapeTensor(*this, getSplit(), "split")) ||
+      failed(checkAxis(*this, getInput(), getAxis())))
+    return failure();
+  SmallVector<std::pair<Value, StringRef>> named = {{getInput(), "input"}};
+  for (Value v : getOutputs())
+    named.push_back({v, "an output"});
+  return checkSameElementType(*this, named);
+}

@@ -890,3 +890,131 @@ LogicalResult PadOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   types[0] = RankedTensorType::get(out, elt);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Exported eval graphs and embedding models
+//===----------------------------------------------------------------------===//
+
+LogicalResult PowOp::inferResultTypes(SmallVectorImpl<Type> &t) {
+  return inferBroadcast(*this, t);
+}
+
+LogicalResult SqrtOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getX());
+  return success();
+}
+
+LogicalResult ErfOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getInput());
+  return success();
+}
+
+/// data's dims with dim `axis` replaced by the indices' dims.
+static std::optional<SmallVector<int64_t>>
+gatheredShape(std::optional<ArrayRef<int64_t>> data,
+              std::optional<ArrayRef<int64_t>> indices, int64_t axis) {
+  if (!data || !indices)
+    return std::nullopt;
+  int64_t r = data->size();
+  if (axis < 0)
+    axis += r;
+  if (axis < 0 || axis >= r)
+    return std::nullopt;
+  SmallVector<int64_t> out(data->begin(), data->begin() + axis);
+  out.append(indices->begin(), indices->end());
+  out.append(data->begin() + axis + 1, data->end());
+  return out;
+}
+
+LogicalResult GatherOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  auto s = gatheredShape(shapeOf(getData()), shapeOf(getIndices()), getAxis());
+  types[0] = tensorOf(s ? std::optional<ArrayRef<int64_t>>(*s) : std::nullopt,
+                      elementTypeOf(getData()));
+  return success();
+}
+
+LogicalResult GatherGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getDY());
+  if (auto target = getConstantInts(getShape())) {
+    SmallVector<int64_t> dims(*target);
+    for (int64_t &d : dims)
+      if (d < 0)
+        d = kDyn;
+    types[0] = tensorOf(ArrayRef<int64_t>(dims), elt);
+  } else if (auto s = shapeOf(getShape());
+             s && !isDyn((*s)[0]) && (*s)[0] <= kMaxInferredRank) {
+    types[0] =
+        tensorOf(ArrayRef<int64_t>(SmallVector<int64_t>((*s)[0], kDyn)), elt);
+  } else {
+    types[0] = tensorOf(std::nullopt, elt);
+  }
+  return success();
+}
+
+/// The inputs' common shape with their lengths along `axis` summed.
+static Type concatType(ValueRange inputs, int64_t axis) {
+  Type elt = inputs.empty() ? Type() : elementTypeOf(inputs.front());
+  SmallVector<int64_t> out;
+  for (auto [i, v] : llvm::enumerate(inputs)) {
+    auto s = shapeOf(v);
+    if (!s)
+      return tensorOf(std::nullopt, elt);
+    int64_t r = s->size(), a = axis < 0 ? axis + r : axis;
+    if (a < 0 || a >= r || (i > 0 && int64_t(out.size()) != r))
+      return tensorOf(std::nullopt, elt);
+    if (i == 0) {
+      out.assign(s->begin(), s->end());
+      continue;
+    }
+    for (int64_t d = 0; d < r; ++d) {
+      int64_t x = (*s)[d];
+      if (d == a)
+        out[d] = isDyn(out[d]) || isDyn(x) ? kDyn : out[d] + x;
+      else if (isDyn(out[d]))
+        out[d] = x;
+    }
+  }
+  return tensorOf(ArrayRef<int64_t>(out), elt);
+}
+
+LogicalResult ConcatOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = concatType(getInputs(), getAxis());
+  return success();
+}
+
+LogicalResult ConcatTrainingOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = concatType(getInputs(), getAxis());
+  types[1] = RankedTensorType::get({int64_t(getInputs().size())},
+                                   IntegerType::get(getContext(), 64));
+  return success();
+}
+
+LogicalResult SplitTrainingOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getInput());
+  auto s = shapeOf(getInput());
+  auto split = getConstantInts(getSplit());
+  for (unsigned i = 0; i < getNumResults(); ++i) {
+    if (!s) {
+      types[i] = tensorOf(std::nullopt, elt);
+      continue;
+    }
+    SmallVector<int64_t> dims(*s);
+    int64_t r = dims.size(), a = getAxis() < 0 ? getAxis() + r : getAxis();
+    if (a < 0 || a >= r) {
+      types[i] = tensorOf(std::nullopt, elt);
+      continue;
+    }
+    dims[a] = split && split->size() == getNumResults() && (*split)[i] >= 0
+                  ? (*split)[i]
+                  : kDyn;
+    types[i] = tensorOf(ArrayRef<int64_t>(dims), elt);
+  }
+  return success();
+}

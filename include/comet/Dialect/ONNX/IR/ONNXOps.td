@@ -698,4 +698,80 @@ def ONNX_SigmoidGradOp : ONNX_ActivationGradOp<"SigmoidGrad",
                                                "dX = dY * Y * (1 - Y)">;
 def ONNX_TanhGradOp : ONNX_ActivationGradOp<"TanhGrad", "dX = dY * (1 - Y^2)">;
 
+//===----------------------------------------------------------------------===//
+// Exported eval graphs (decomposed LayerNorm and GELU, attention shape
+// arithmetic) and embedding models
+//===----------------------------------------------------------------------===//
+
+def ONNX_PowOp : ONNX_Op<"Pow", "", "X ^ Y with numpy broadcasting", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$Y);
+  let results = (outs ONNX_Tensor:$Z);
+  let hasVerifier = 1;
+}
+
+def ONNX_SqrtOp : ONNX_Op<"Sqrt", "", "Element-wise square root", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$X);
+  let results = (outs ONNX_Tensor:$Y);
+  let hasVerifier = 1;
+}
+
+def ONNX_ErfOp : ONNX_Op<"Erf", "", "Element-wise error function", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$input);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def ONNX_GatherOp : ONNX_Op<"Gather", "",
+    "Entries of data along `axis` at integer indices", [Pure]> {
+  let description = [{
+    The result's dims are data's before `axis`, then indices' dims, then
+    data's after `axis` (rank r + q - 1; a scalar index drops the dim).
+    A negative index counts from the end of the axis.
+  }];
+  let arguments = (ins ONNX_Tensor:$data, ONNX_Tensor:$indices,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$axis);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def ONNX_ConcatOp : ONNX_Op<"Concat", "",
+    "Join tensors of one rank along `axis`", [Pure]> {
+  let arguments = (ins Variadic<ONNX_Tensor>:$inputs, ONNX_I64Attr:$axis);
+  let results = (outs ONNX_Tensor:$concat_result);
+  let hasVerifier = 1;
+}
+
+def ONNX_GatherGradOp : ONNX_Op<"GatherGrad", "com.microsoft",
+    "Gradient of Gather: dY added into zeros of `shape` at the indices",
+    [Pure]> {
+  let description = [{
+    `shape` is the 1-d i64 shape of Gather's data; repeated indices add up.
+  }];
+  let arguments = (ins ONNX_Tensor:$shape, ONNX_Tensor:$indices,
+                       ONNX_Tensor:$dY,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$axis);
+  let results = (outs ONNX_Tensor:$dX);
+  let hasVerifier = 1;
+}
+
+def ONNX_ConcatTrainingOp : ONNX_Op<"ConcatTraining", "com.microsoft",
+    "Concat that also gives each input's length along `axis`", [Pure]> {
+  let description = [{
+    `per_input_length` (1-d i64, one entry per input) is what
+    `onnx.SplitTraining` splits the gradient by.
+  }];
+  let arguments = (ins Variadic<ONNX_Tensor>:$inputs, ONNX_I64Attr:$axis);
+  let results = (outs ONNX_Tensor:$concat_result,
+                      ONNX_OptTensor:$per_input_length);
+  let hasVerifier = 1;
+}
+
+def ONNX_SplitTrainingOp : ONNX_Op<"SplitTraining", "com.microsoft",
+    "Split along `axis` into pieces of the 1-d i64 lengths `split`", [Pure]> {
+  let arguments = (ins ONNX_Tensor:$input, ONNX_Tensor:$split,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$axis);
+  let results = (outs Variadic<ONNX_Tensor>:$outputs);
+  let hasVerifier = 1;
+}
+
 #endif // COMET_DIALECT_ONNX_IR_ONNXOPS_TD

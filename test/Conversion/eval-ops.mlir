@@ -1,0 +1,75 @@
+// RUN: comet-opt %s --comet-lower-to-runtime=batch-size=2 -cse | FileCheck %s
+
+// The module's constants come first: the folded Reshape target of
+// @attention_shape and the ConcatTraining lengths of @embedding.
+// CHECK-DAG: memref.global "private" constant @[[TARGET:__comet_const_[0-9]+]] : memref<3xi64> = dense<[2, 8, 4]>
+// CHECK-DAG: memref.global "private" constant @[[LEN:__comet_const_[0-9]+]] : memref<2xi64> = dense<[8, 4]>
+
+// The attention's Reshape target as torch exports it: Shape of a tensor
+// with a batch dim, Gather of its entries (a negative index too), an i64
+// Cast, Unsqueeze and Concat. Once the batch is specialized the target
+// folds to the constant [2, 8, 4]; no integer Gather or Concat kernel runs.
+// CHECK-LABEL: func.func @attention_shape(
+// CHECK-SAME: %{{.*}}: memref<2x8x4xf32> {comet.result = 0 : i64}
+// CHECK-NOT: call @comet_rt_gather
+// CHECK-NOT: call @comet_rt_concat_part
+// CHECK: memref.get_global @[[TARGET]] : memref<3xi64>
+// CHECK-NOT: call @comet_rt_gather
+// CHECK-NOT: call @comet_rt_concat_part
+// CHECK: call @comet_rt_reshape(
+func.func @attention_shape(%x: tensor<?x4x8xf32>) -> tensor<?x8x4xf32> {
+  %sh = onnx.Shape(%x) : (tensor<?x4x8xf32>) -> tensor<3xi64>
+  %i0 = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %im1 = onnx.Constant {value = dense<-1> : tensor<i64>} : tensor<i64>
+  %ax = onnx.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+  %four = onnx.Constant {value = dense<4> : tensor<1xi64>} : tensor<1xi64>
+  %b = onnx.Gather(%sh, %i0) {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %n = onnx.Gather(%sh, %im1) {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %nc = onnx.Cast(%n) {to = 7 : i64} : (tensor<i64>) -> tensor<i64>
+  %bu = onnx.Unsqueeze(%b, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %nu = onnx.Unsqueeze(%nc, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %t = onnx.Concat(%bu, %nu, %four) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %y = onnx.Reshape(%x, %t) : (tensor<?x4x8xf32>, tensor<3xi64>) -> tensor<?x8x4xf32>
+  return %y : tensor<?x8x4xf32>
+}
+
+// The decomposed LayerNorm and GELU of an exported eval graph: Pow by a
+// scalar and by a tensor, Sqrt and Erf each one kernel.
+// CHECK-LABEL: func.func @layer_norm_gelu(
+// CHECK: call @comet_rt_pow(%arg0,
+// CHECK: call @comet_rt_pow(%arg0,
+// CHECK: call @comet_rt_sqrt(%arg0,
+// CHECK: call @comet_rt_erf(%arg0,
+func.func @layer_norm_gelu(%x: tensor<?x8xf32>, %two: tensor<f32>, %e: tensor<8xf32>) -> tensor<?x8xf32> {
+  %p = onnx.Pow(%x, %two) : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
+  %q = onnx.Pow(%p, %e) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %s = onnx.Sqrt(%q) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = onnx.Erf(%s) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// An embedding and the gradients ORT builds for it: Gather of rows by i64
+// ids (token ids cast from f32), ConcatTraining as one copy per input at
+// offsets 0 and 8 of axis 2 plus the constant lengths [8, 4],
+// SplitTraining as one copy per output, GatherGrad into the table.
+// CHECK-LABEL: func.func @embedding(
+// CHECK: call @comet_rt_cast_f32_i64(%arg0,
+// CHECK: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK: call @comet_rt_gather(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[C0]]) : (!llvm.ptr, memref<*xf32>, memref<*xi64>, memref<*xf32>, i64) -> i32
+// CHECK: %[[AX:.*]] = arith.constant 2 : i64
+// CHECK: call @comet_rt_concat_part(%arg0, %[[EMB:.*]], %[[CAT:.*]], %[[AX]], %[[C0]])
+// CHECK: %[[C8:.*]] = arith.constant 8 : i64
+// CHECK: call @comet_rt_concat_part(%arg0, %{{.*}}, %[[CAT]], %[[AX]], %[[C8]])
+// CHECK: memref.get_global @[[LEN]] : memref<2xi64>
+// CHECK: call @comet_rt_split_part(%arg0, %[[DCAT:.*]], %[[DEMB:.*]], %[[AX]], %[[C0]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, i64, i64) -> i32
+// CHECK: call @comet_rt_split_part(%arg0, %[[DCAT]], %{{.*}}, %[[AX]], %[[C8]])
+// CHECK: call @comet_rt_gather_grad(%arg0, %{{.*}}, %[[DEMB]], %{{.*}}, %[[C0]]) : (!llvm.ptr, memref<*xi64>, memref<*xf32>, memref<*xf32>, i64) -> i32
+func.func @embedding(%tok: tensor<?x6xf32>, %w: tensor<16x8xf32>, %h: tensor<?x6x4xf32>, %dcat: tensor<?x6x12xf32>) -> (tensor<?x6x12xf32>, tensor<16x8xf32>, tensor<?x6x4xf32>) {
+  %ids = onnx.Cast(%tok) {to = 7 : i64} : (tensor<?x6xf32>) -> tensor<?x6xi64>
+  %emb = onnx.Gather(%w, %ids) {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x6xi64>) -> tensor<?x6x8xf32>
+  %cat, %len = onnx.ConcatTraining(%emb, %h) {axis = 2 : i64} : (tensor<?x6x8xf32>, tensor<?x6x4xf32>) -> (tensor<?x6x12xf32>, tensor<2xi64>)
+  %demb, %dh = onnx.SplitTraining(%dcat, %len) {axis = 2 : i64} : (tensor<?x6x12xf32>, tensor<2xi64>) -> (tensor<?x6x8xf32>, tensor<?x6x4xf32>)
+  %shape = onnx.Shape(%w) : (tensor<16x8xf32>) -> tensor<2xi64>
+  %dw = onnx.GatherGrad(%shape, %ids, %demb) {axis = 0 : i64} : (tensor<2xi64>, tensor<?x6xi64>, tensor<?x6x8xf32>) -> tensor<16x8xf32>
+  return %cat, %dw, %dh : tensor<?x6x12xf32>, tensor<16x8xf32>, tensor<?x6x4xf32>
+}
