@@ -2300,6 +2300,20 @@ encodeBlockV2(const uint8_t *x, unsigned len, uint8_t *stage, uint64_t *badMask,
 // is smaller than the fixed-width modes' chunk (dense, sparse or raw per
 // block), an upper bound of the block chunk; returns its size, or 0 to
 // plan the blocks.
+
+/// A chunk's outlier tail: nOut little-endian u16 indices, then the
+/// outliers' raw values. Returns the end.
+template <typename E>
+uint8_t *writeOutliers(uint8_t *o, const uint8_t *x, const uint16_t *outIdx,
+                       unsigned nOut) {
+  for (unsigned k = 0; k < nOut; ++k)
+    storeLE<uint16_t>(o + 2 * k, outIdx[k]);
+  o += 2 * nOut;
+  for (unsigned k = 0; k < nOut; ++k)
+    std::memcpy(o + E::size * k, x + size_t(outIdx[k]) * E::size, E::size);
+  return o + E::size * nOut;
+}
+
 template <typename E, bool Avx2>
 __attribute__((always_inline)) inline size_t
 encodeRiceFirst(const uint8_t *x, unsigned n, const int32_t *r,
@@ -2358,12 +2372,7 @@ encodeRiceFirst(const uint8_t *x, unsigned n, const int32_t *r,
   storeLE<uint16_t>(o + 8, uint16_t(nOut | kCodedChunkFlag));
   o[kChunkHeaderSize] = uint8_t(kV2Coded << 5 | kCoderRice << 2 | pred);
   o += kChunkHeaderSize + 1 + bytes;
-  for (unsigned k = 0; k < nOut; ++k)
-    storeLE<uint16_t>(o + 2 * k, outIdx[k]);
-  o += 2 * nOut;
-  for (unsigned k = 0; k < nOut; ++k)
-    std::memcpy(o + E::size * k, x + size_t(outIdx[k]) * E::size, E::size);
-  o += E::size * nOut;
+  o = writeOutliers<E>(o, x, outIdx, nOut);
   *numOutliers += nOut;
   return size_t(o - dst);
 }
@@ -2491,12 +2500,7 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
       storeLE<uint64_t>(o, bitmap);
       storeLE<uint16_t>(o + 8, uint16_t(nOut | kCodedChunkFlag));
       o += codedBytes;
-      for (unsigned k = 0; k < nOut; ++k)
-        storeLE<uint16_t>(o + 2 * k, outIdx[k]);
-      o += 2 * nOut;
-      for (unsigned k = 0; k < nOut; ++k)
-        std::memcpy(o + E::size * k, x + size_t(outIdx[k]) * E::size, E::size);
-      o += E::size * nOut;
+      o = writeOutliers<E>(o, x, outIdx, nOut);
       *numOutliers += nOut;
       return size_t(o - dst);
     }
@@ -2510,12 +2514,7 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
   o += na;
   std::memcpy(o, bodies, bodyBytes);
   o += bodyBytes;
-  for (unsigned k = 0; k < nOut; ++k)
-    storeLE<uint16_t>(o + 2 * k, outIdx[k]);
-  o += 2 * nOut;
-  for (unsigned k = 0; k < nOut; ++k)
-    std::memcpy(o + E::size * k, x + size_t(outIdx[k]) * E::size, E::size);
-  o += E::size * nOut;
+  o = writeOutliers<E>(o, x, outIdx, nOut);
   *numOutliers += nOut;
   return size_t(o - dst);
 }

@@ -72,16 +72,18 @@ def producers(model):
     return out
 
 
-def kinds(report, made_by):
-    """Bytes in and out per (op type, codec) over the report's slots."""
+def kinds(reports, made_by):
+    """Bytes in and out per "op type/codec" over the reports' slots; count
+    is the slots of that kind in one report."""
     out = {}
-    for s in report["slots"]:
-        key = (made_by.get(s["value"], "?"), s["codec"])
-        k = out.setdefault(key, {"count": 0, "bytes_uncompressed": 0,
-                                 "bytes_compressed": 0})
-        k["count"] += 1
-        k["bytes_uncompressed"] += s["bytes_uncompressed"]
-        k["bytes_compressed"] += s["bytes_compressed"]
+    for rep in reports:
+        for s in rep["slots"]:
+            key = f"{made_by.get(s['value'], '?')}/{s['codec']}"
+            k = out.setdefault(key, {"count": 0, "bytes_uncompressed": 0,
+                                     "bytes_compressed": 0})
+            k["count"] += rep is reports[0]
+            k["bytes_uncompressed"] += s["bytes_uncompressed"]
+            k["bytes_compressed"] += s["bytes_compressed"]
     for k in out.values():
         k["ratio"] = k["bytes_uncompressed"] / max(k["bytes_compressed"], 1)
     return out
@@ -113,17 +115,7 @@ def summarise(runs, stats, models, configs):
             for r in rs:
                 with open(r["report"]) as f:
                     reports.append(json.load(f))
-            per_kind = {}
-            for rep in reports:
-                for (op, codec), k in kinds(rep, made_by).items():
-                    agg = per_kind.setdefault(f"{op}/{codec}", {
-                        "count": k["count"], "bytes_uncompressed": 0,
-                        "bytes_compressed": 0})
-                    agg["bytes_uncompressed"] += k["bytes_uncompressed"]
-                    agg["bytes_compressed"] += k["bytes_compressed"]
-            for k in per_kind.values():
-                k["ratio"] = (k["bytes_uncompressed"]
-                              / max(k["bytes_compressed"], 1))
+            per_kind = kinds(reports, made_by)
             peak = statistics.fmean(r["peak_bytes"] for r in rs)
             ms = statistics.median(r["step_time_ms_median"] for r in rs)
             cpu = [r["step_cpu_ms_median"] for r in rs

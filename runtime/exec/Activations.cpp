@@ -31,22 +31,7 @@ int32_t eltwiseForward(comet_rt_context *ctx, const char *op,
   COMET_RT_TRY(view(ym, 4, "Y", y));
   COMET_RT_CHECK(x.dims == y.dims, op, ": X ", shapeStr(x.dims), " and Y ",
                  shapeStr(y.dims), " differ");
-  int64_t n = x.numel();
-  if (n == 0)
-    return ok();
-  return guard(op, [&] {
-    memory::desc md({n}, f32, memory::format_tag::a);
-    Primitive p = getPrimitive(key(op, {n}), [&] {
-      dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, alg, md,
-                                    0.f, 0.f);
-      dnnl::eltwise_forward::primitive_desc pd(d, userScratchpadAttr(),
-                                               engine());
-      return Primitive{dnnl::eltwise_forward(pd), pd.scratchpad_desc()};
-    });
-    execute(ctx, p,
-            {{DNNL_ARG_SRC, mem(md, x.data)}, {DNNL_ARG_DST, mem(md, y.data)}});
-    return ok();
-  });
+  return eltwiseImpl(ctx, op, alg, 0.f, 0.f, x, y);
 }
 
 /// dX = dY * f'(X) computed from Y = f(X), with a *_use_dst_for_bwd

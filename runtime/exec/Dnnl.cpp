@@ -605,6 +605,31 @@ int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
   });
 }
 
+/// Y = f(X) by a oneDNN eltwise primitive over the flat tensor.
+int32_t eltwiseImpl(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
+                    float alpha, float beta, const Tensor &x, const Tensor &y) {
+  int64_t n = x.numel();
+  if (n == 0)
+    return ok();
+  // The exponent's bits key the primitive: distinct betas never share one.
+  uint32_t betaBits;
+  std::memcpy(&betaBits, &beta, sizeof(beta));
+  return guard(op, [&] {
+    memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
+    Primitive p =
+        getPrimitive(key(op, {n, int64_t(alg), int64_t(betaBits)}), [&] {
+          dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg,
+                                        md, alpha, beta);
+          dnnl::eltwise_forward::primitive_desc pd(d, userScratchpadAttr(),
+                                                   engine());
+          return Primitive{dnnl::eltwise_forward(pd), pd.scratchpad_desc()};
+        });
+    execute(ctx, p,
+            {{DNNL_ARG_SRC, mem(md, x.data)}, {DNNL_ARG_DST, mem(md, y.data)}});
+    return ok();
+  });
+}
+
 } // namespace comet::rt
 
 extern "C" {
@@ -696,20 +721,16 @@ static int32_t reduceImpl(comet_rt_context *ctx, const char *op,
 
 extern "C" {
 
-int32_t comet_rt_cpu_reduce_sum(comet_rt_context *ctx,
-                                         comet_rt_memref *xm,
-                                         comet_rt_memref *axm,
-                                         comet_rt_memref *ym, int64_t keepdims,
-                                         int64_t noopEmpty) {
+int32_t comet_rt_cpu_reduce_sum(comet_rt_context *ctx, comet_rt_memref *xm,
+                                comet_rt_memref *axm, comet_rt_memref *ym,
+                                int64_t keepdims, int64_t noopEmpty) {
   return reduceImpl(ctx, "reduce_sum", xm, axm, ym, keepdims, noopEmpty,
                     /*mean=*/false);
 }
 
-int32_t comet_rt_cpu_reduce_mean(comet_rt_context *ctx,
-                                          comet_rt_memref *xm,
-                                          comet_rt_memref *axm,
-                                          comet_rt_memref *ym,
-                                          int64_t keepdims) {
+int32_t comet_rt_cpu_reduce_mean(comet_rt_context *ctx, comet_rt_memref *xm,
+                                 comet_rt_memref *axm, comet_rt_memref *ym,
+                                 int64_t keepdims) {
   return reduceImpl(ctx, "reduce_mean", xm, axm, ym, keepdims,
                     /*noopEmpty=*/0, /*mean=*/true);
 }

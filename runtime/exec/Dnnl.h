@@ -36,6 +36,11 @@ std::string key(const char *op, std::initializer_list<int64_t> ints,
 /// Runs body, turning oneDNN and allocation exceptions into error codes.
 int32_t guard(const char *op, const std::function<int32_t()> &body);
 /// Softmax or log-softmax of x into y along axis, on oneDNN.
+/// Y = f(X) by a oneDNN eltwise primitive `alg` (alpha, beta) over the flat
+/// tensor; x and y have the same number of elements.
+int32_t eltwiseImpl(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
+                    float alpha, float beta, const Tensor &x, const Tensor &y);
+
 int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
                     const Tensor &y, int64_t axis, bool log);
 

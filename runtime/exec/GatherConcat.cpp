@@ -27,31 +27,6 @@ int64_t product(const std::vector<int64_t> &d, size_t from, size_t to) {
   return p;
 }
 
-/// Y = f(X) by a oneDNN eltwise primitive over the flat tensor.
-int32_t eltwise(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
-                float alpha, float beta, const Tensor &x, const Tensor &y) {
-  int64_t n = x.numel();
-  if (n == 0)
-    return ok();
-  // The exponent's bits key the primitive: distinct betas never share one.
-  uint32_t betaBits;
-  std::memcpy(&betaBits, &beta, sizeof(beta));
-  return guard(op, [&] {
-    memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
-    Primitive p =
-        getPrimitive(key(op, {n, int64_t(alg), int64_t(betaBits)}), [&] {
-          dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg,
-                                        md, alpha, beta);
-          dnnl::eltwise_forward::primitive_desc pd(d, userScratchpadAttr(),
-                                                   engine());
-          return Primitive{dnnl::eltwise_forward(pd), pd.scratchpad_desc()};
-        });
-    execute(ctx, p,
-            {{DNNL_ARG_SRC, mem(md, x.data)}, {DNNL_ARG_DST, mem(md, y.data)}});
-    return ok();
-  });
-}
-
 int32_t unary(const char *op, comet_rt_memref *xm, comet_rt_memref *ym,
               Tensor &x, Tensor &y) {
   COMET_RT_TRY(view(xm, 4, concat(op, " X").c_str(), x));
@@ -176,7 +151,8 @@ int32_t comet_rt_cpu_pow(comet_rt_context *ctx, comet_rt_memref *am,
   COMET_RT_CHECK(want == y.dims, op, ": Y ", shapeStr(y.dims),
                  ", the broadcast is ", shapeStr(want));
   if (b.numel() == 1 && a.dims == y.dims)
-    return eltwise(ctx, op, dnnl::algorithm::eltwise_pow, 1.f, b.f()[0], a, y);
+    return eltwiseImpl(ctx, op, dnnl::algorithm::eltwise_pow, 1.f, b.f()[0], a,
+                       y);
   const float *pa = a.f(), *pb = b.f();
   float *py = y.f();
   int64_t n = y.numel();
@@ -198,7 +174,8 @@ int32_t comet_rt_cpu_sqrt(comet_rt_context *ctx, comet_rt_memref *xm,
                           comet_rt_memref *ym) {
   Tensor x, y;
   COMET_RT_TRY(unary("sqrt", xm, ym, x, y));
-  return eltwise(ctx, "sqrt", dnnl::algorithm::eltwise_sqrt, 0.f, 0.f, x, y);
+  return eltwiseImpl(ctx, "sqrt", dnnl::algorithm::eltwise_sqrt, 0.f, 0.f, x,
+                     y);
 }
 
 int32_t comet_rt_cpu_erf(comet_rt_context *, comet_rt_memref *xm,

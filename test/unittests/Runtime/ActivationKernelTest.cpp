@@ -13,32 +13,6 @@ using namespace comet::test;
 
 namespace {
 
-double dot(const F &a, const F &b) {
-  double s = 0;
-  for (int64_t i = 0; i < a.size(); ++i)
-    s += (double)a[i] * b[i];
-  return s;
-}
-
-/// grad against central differences of loss() w.r.t. p (h = 1e-2, float).
-void checkGrad(F &p, const F &grad, const std::function<double()> &loss,
-               const char *what, double tol = 2e-3) {
-  const float h = 1e-2f;
-  double scale = 1e-3;
-  for (float g : grad.v)
-    scale = std::max(scale, (double)std::fabs(g));
-  for (int64_t i = 0; i < p.size(); ++i) {
-    float old = p[i];
-    p[i] = old + h;
-    double up = loss();
-    p[i] = old - h;
-    double down = loss();
-    p[i] = old;
-    ASSERT_NEAR(grad[i], (up - down) / (2.0 * h), tol * scale + 1e-4)
-        << what << " at " << i;
-  }
-}
-
 TEST(Activations, SigmoidAndTanhMatchTheFormulas) {
   F x = randomF({2, 3, 5, 7}, 11, -6, 6), s(x.dims), t(x.dims);
   ASSERT_RT(_mlir_ciface_comet_rt_sigmoid(nullptr, &x, &s));

@@ -15,32 +15,6 @@ using namespace comet::test;
 
 namespace {
 
-double dot(const F &a, const F &b) {
-  double s = 0;
-  for (int64_t i = 0; i < a.size(); ++i)
-    s += (double)a[i] * b[i];
-  return s;
-}
-
-/// Checks grad against central differences of loss() w.r.t. p.
-void checkGrad(F &p, const F &grad, const std::function<double()> &loss,
-               const char *what, double tol = 2e-3) {
-  const float h = 1e-2f;
-  double scale = 1e-3;
-  for (float g : grad.v)
-    scale = std::max(scale, (double)std::fabs(g));
-  for (int64_t i = 0; i < p.size(); ++i) {
-    float old = p[i];
-    p[i] = old + h;
-    double up = loss();
-    p[i] = old - h;
-    double down = loss();
-    p[i] = old;
-    double fd = (up - down) / (2.0 * h);
-    ASSERT_NEAR(grad[i], fd, tol * scale + 1e-4) << what << " at " << i;
-  }
-}
-
 TEST(FiniteDifferences, ConvGrad) {
   F x = randomF({2, 2, 5, 4}, 1), w = randomF({3, 2, 3, 2}, 2),
     b = randomF({3}, 3);

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -92,6 +94,33 @@ inline void expectNear(const std::vector<float> &got,
   for (size_t i = 0; i < got.size(); ++i)
     ASSERT_NEAR(got[i], want[i], rel * std::max(1.0, scale))
         << what << " at " << i;
+}
+
+inline double dot(const F &a, const F &b) {
+  double s = 0;
+  for (int64_t i = 0; i < a.size(); ++i)
+    s += (double)a[i] * b[i];
+  return s;
+}
+
+/// Checks grad against central differences of loss() w.r.t. p (h = 1e-2,
+/// float).
+inline void checkGrad(F &p, const F &grad, const std::function<double()> &loss,
+                      const char *what, double tol = 2e-3) {
+  const float h = 1e-2f;
+  double scale = 1e-3;
+  for (float g : grad.v)
+    scale = std::max(scale, (double)std::fabs(g));
+  for (int64_t i = 0; i < p.size(); ++i) {
+    float old = p[i];
+    p[i] = old + h;
+    double up = loss();
+    p[i] = old - h;
+    double down = loss();
+    p[i] = old;
+    double fd = (up - down) / (2.0 * h);
+    ASSERT_NEAR(grad[i], fd, tol * scale + 1e-4) << what << " at " << i;
+  }
 }
 
 } // namespace comet::test
