@@ -123,11 +123,14 @@ def actnet() -> nn.Module:
 
 class Embedding(nn.Module):
     """A token model over the 28 image rows: each row's middle pixel,
-    quantized to 16 levels, picks a learned 8-dim embedding (nn.Embedding),
-    the row itself goes through Linear 28->8 and GELU; the two are
-    concatenated per row, flattened and classified by Linear 448->10.
-    Small; it exists for the ops ORT writes for embeddings and concatenation
-    (Gather, GatherGrad, ConcatTraining, SplitTraining)."""
+    quantized to 16 levels, picks a learned 8-dim embedding (nn.Embedding)
+    that goes through a GELU, the row itself goes through Linear 28->8 and
+    GELU; the two are concatenated per row, flattened and classified by
+    Linear 448->10. Small; it exists for the ops ORT writes for embeddings
+    and concatenation (Gather, GatherGrad, ConcatTraining, SplitTraining)
+    and for both forms of GELU: after the Linear ORT fuses it into
+    BiasGelu, after the Gather (no bias to fuse) it stays Div, Erf, Add and
+    Mul, with Erf's gradient built from Mul, Neg and Exp."""
 
     def __init__(self, levels=16, dim=8, tokens=28, token_dim=28, classes=10):
         super().__init__()
@@ -140,7 +143,7 @@ class Embedding(nn.Module):
     def forward(self, x):
         rows = x.squeeze(1)  # [B, 28, 28]
         ids = (rows[:, :, rows.shape[2] // 2] * (self.levels - 1)).long()  # [B, 28]
-        h = torch.cat([self.embed(ids), self.act(self.proj(rows))], dim=2)
+        h = torch.cat([self.act(self.embed(ids)), self.act(self.proj(rows))], dim=2)
         return self.head(h.flatten(1))
 
 

@@ -48,6 +48,17 @@ func.func @layer_norm_gelu(%x: tensor<?x8xf32>, %two: tensor<f32>, %e: tensor<8x
   return %r : tensor<?x8xf32>
 }
 
+// ORT's Gelu and GeluGrad (a GELU with no bias Add to fuse): one kernel
+// each.
+// CHECK-LABEL: func.func @gelu(
+// CHECK: call @comet_rt_gelu(%arg0,
+// CHECK: call @comet_rt_gelu_grad(%arg0,
+func.func @gelu(%x: tensor<?x8xf32>, %dy: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  %y = onnx.Gelu(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %dx = onnx.GeluGrad(%dy, %x) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y, %dx : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
 // An embedding and the gradients ORT builds for it: Gather of rows by i64
 // ids (token ids cast from f32), ConcatTraining as one copy per input at
 // offsets 0 and 8 of axis 2 plus the constant lengths [8, 4],

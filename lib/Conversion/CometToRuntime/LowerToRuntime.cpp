@@ -713,6 +713,12 @@ LogicalResult FuncLowering::lower(Operation *op) {
       .Case<BiasGeluGrad_dXOp>([&](BiasGeluGrad_dXOp) {
         return call(Fn::bias_gelu_grad_dx, {in(0), in(1), in(2), res(0)});
       })
+      .Case<GeluOp>([&](GeluOp) {
+        return call(Fn::gelu, {in(0), res(0)});
+      })
+      .Case<GeluGradOp>([&](GeluGradOp) {
+        return call(Fn::gelu_grad, {in(0), in(1), res(0)});
+      })
       .Case<SliceOp>([&](SliceOp) {
         return call(Fn::slice, {in(0), in(1), in(2), in(3), in(4), res(0)});
       })

@@ -609,6 +609,24 @@ func.func @erf_shape(%x: tensor<4xf32>) {
 
 // -----
 
+// Gelu: the result keeps X's shape.
+func.func @gelu_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{shape mismatch: X is 'tensor<4xf32>' but Y is 'tensor<5xf32>'}}
+  %y = onnx.Gelu(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+// GeluGrad: X is float.
+func.func @gelu_grad_int(%dy: tensor<4xi64>, %x: tensor<4xi64>) {
+  // expected-error @+1 {{X must have a float element type, got 'i64'}}
+  %y = onnx.GeluGrad(%dy, %x) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
 // Gather: axis lies in [-rank, rank) of data.
 func.func @gather_axis(%d: tensor<4x8xf32>, %i: tensor<3xi64>) {
   // expected-error @+1 {{axis 2 is out of range for rank 2}}

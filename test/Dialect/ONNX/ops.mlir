@@ -106,7 +106,8 @@ func.func @activations_and_average_pool(%x: tensor<?x4x8x8xf32>, %pads: tensor<8
 
 // LayerNorm and GELU as torch exports them for eval (Pow, Sqrt, Erf), the
 // attention's shape plumbing (Gather of a shape entry, Concat), an
-// embedding (Gather of rows) and the gradients ORT builds for them.
+// embedding (Gather of rows), ORT's Gelu/GeluGrad and the gradients ORT
+// builds for them.
 // CHECK-LABEL: func.func @eval_and_embedding_ops
 func.func @eval_and_embedding_ops(%x: tensor<?x28x64xf32>, %two: tensor<f32>, %w: tensor<16x8xf32>, %ids: tensor<?x28xi64>, %h: tensor<?x28x8xf32>, %i0: tensor<i64>, %u: tensor<1xi64>, %shape: tensor<2xi64>) -> (tensor<?x28x64xf32>, tensor<3xi64>, tensor<16x8xf32>, tensor<?x28x8xf32>) {
   // CHECK: onnx.Pow(%{{.*}}, %{{.*}}) : (tensor<?x28x64xf32>, tensor<f32>) -> tensor<?x28x64xf32>
@@ -123,6 +124,10 @@ func.func @eval_and_embedding_ops(%x: tensor<?x28x64xf32>, %two: tensor<f32>, %w
   %c = onnx.Concat(%gu, %u, %gu) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
   // CHECK: onnx.Gather({{.*}}) : (tensor<16x8xf32>, tensor<?x28xi64>) -> tensor<?x28x8xf32>
   %emb = onnx.Gather(%w, %ids) {axis = 0 : i64} : (tensor<16x8xf32>, tensor<?x28xi64>) -> tensor<?x28x8xf32>
+  // CHECK: onnx.Gelu({{.*}}) : (tensor<?x28x8xf32>) -> tensor<?x28x8xf32>
+  %ge = onnx.Gelu(%emb) : (tensor<?x28x8xf32>) -> tensor<?x28x8xf32>
+  // CHECK: onnx.GeluGrad({{.*}}) : (tensor<?x28x8xf32>, tensor<?x28x8xf32>) -> tensor<?x28x8xf32>
+  %dge = onnx.GeluGrad(%ge, %emb) : (tensor<?x28x8xf32>, tensor<?x28x8xf32>) -> tensor<?x28x8xf32>
   // CHECK: onnx.ConcatTraining({{.*}}) {axis = 2 : i64} : (tensor<?x28x8xf32>, tensor<?x28x8xf32>) -> (tensor<?x28x16xf32>, tensor<2xi64>)
   %cat, %len = onnx.ConcatTraining(%emb, %h) {axis = 2 : i64} : (tensor<?x28x8xf32>, tensor<?x28x8xf32>) -> (tensor<?x28x16xf32>, tensor<2xi64>)
   // CHECK: onnx.SplitTraining({{.*}}) {axis = 2 : i64} : (tensor<?x28x16xf32>, tensor<2xi64>) -> (tensor<?x28x8xf32>, tensor<?x28x8xf32>)

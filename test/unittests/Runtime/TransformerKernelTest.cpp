@@ -219,6 +219,13 @@ TEST(Softmax, BackwardMatchesDefinition) {
   expectNear(dx3.v, w3, 1e-5, "axis 1");
 }
 
+/// gelu(z) = z Phi(z) and dY * gelu'(z), in double.
+static void erfGelu(double z, double dy, double &y, double &dx) {
+  double cdf = 0.5 * (1 + std::erf(z / std::sqrt(2.0)));
+  y = z * cdf;
+  dx = dy * (cdf + z * std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI));
+}
+
 TEST(BiasGelu, ForwardAndGradientMatchErfGelu) {
   int64_t rows = 10, cols = 12;
   F x = randomF({2, rows / 2, cols}, 19, -4, 4), b = randomF({cols}, 20),
@@ -227,16 +234,29 @@ TEST(BiasGelu, ForwardAndGradientMatchErfGelu) {
   ASSERT_RT(_mlir_ciface_comet_rt_bias_gelu(nullptr, &x, &b, &y));
   ASSERT_RT(_mlir_ciface_comet_rt_bias_gelu_grad_dx(nullptr, &dy, &x, &b, &dx));
   std::vector<double> wy(y.size()), wdx(y.size());
-  for (int64_t i = 0; i < x.size(); ++i) {
-    double z = double(x[i]) + b[i % cols];
-    double cdf = 0.5 * (1 + std::erf(z / std::sqrt(2.0)));
-    wy[i] = z * cdf;
-    wdx[i] = dy[i] * (cdf + z * std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI));
-  }
+  for (int64_t i = 0; i < x.size(); ++i)
+    erfGelu(double(x[i]) + b[i % cols], dy[i], wy[i], wdx[i]);
   expectNear(y.v, wy, 1e-5, "gelu");
   expectNear(dx.v, wdx, 1e-5, "gelu grad");
   F wrongB({cols + 1});
   EXPECT_NE(_mlir_ciface_comet_rt_bias_gelu(nullptr, &x, &wrongB, &y),
+            COMET_RT_SUCCESS);
+}
+
+// ORT's Gelu/GeluGrad: BiasGelu without the bias.
+TEST(Gelu, ForwardAndGradientMatchErfGelu) {
+  F x = randomF({3, 7, 5}, 23, -4, 4), y({3, 7, 5}),
+    dy = randomF({3, 7, 5}, 24), dx({3, 7, 5});
+  ASSERT_RT(_mlir_ciface_comet_rt_gelu(nullptr, &x, &y));
+  ASSERT_RT(_mlir_ciface_comet_rt_gelu_grad(nullptr, &dy, &x, &dx));
+  std::vector<double> wy(y.size()), wdx(y.size());
+  for (int64_t i = 0; i < x.size(); ++i)
+    erfGelu(x[i], dy[i], wy[i], wdx[i]);
+  expectNear(y.v, wy, 1e-5, "gelu");
+  expectNear(dx.v, wdx, 1e-5, "gelu grad");
+  F wrong({3, 7, 6});
+  EXPECT_NE(_mlir_ciface_comet_rt_gelu(nullptr, &x, &wrong), COMET_RT_SUCCESS);
+  EXPECT_NE(_mlir_ciface_comet_rt_gelu_grad(nullptr, &dy, &x, &wrong),
             COMET_RT_SUCCESS);
 }
 

@@ -90,6 +90,8 @@ static const OpInfo kOps[] = {
     {"BatchNormalizationGrad", "com.microsoft", 5, 5, 1, 3},
     {"BiasGelu", "com.microsoft", 2, 2, 1, 1},
     {"BiasGeluGrad_dX", "com.microsoft", 3, 3, 1, 1},
+    {"Gelu", "com.microsoft", 1, 1, 1, 1},
+    {"GeluGrad", "com.microsoft", 2, 2, 1, 1},
     {"ConvGrad", "com.microsoft", 3, 3, 1, 3},
     {"DropoutGrad", "com.microsoft", 2, 4, 1, 1},
     {"FusedMatMul", "com.microsoft", 2, 2, 1, 1},

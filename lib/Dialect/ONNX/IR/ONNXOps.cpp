@@ -953,6 +953,14 @@ static LogicalResult verifyFloatUnary(Operation *op, Value x, StringRef xName,
   return checkCompatibleShapes(op, x, xName, y, yName);
 }
 
+// Gelu(X) and GeluGrad(dY, X), ORT's fusion of an exported GELU.
+LogicalResult GeluOp::verify() {
+  return verifyFloatUnary(*this, getX(), "X", getY(), "Y");
+}
+LogicalResult GeluGradOp::verify() {
+  return verifyFloatUnary(*this, getX(), "X", getDY(), "dY");
+}
+
 LogicalResult SigmoidOp::verify() {
   return verifyFloatUnary(*this, getX(), "X", getY(), "Y");
 }
@@ -1066,11 +1074,8 @@ LogicalResult PowOp::verify() {
 
 /// A float unary op: one element type and shape for x and y.
 static LogicalResult verifyFloatUnary(Operation *op) {
-  Value x = op->getOperand(0), y = op->getResult(0);
-  if (failed(checkFloat(op, x, "the input")) ||
-      failed(checkSameElementType(op, {{x, "the input"}, {y, "the result"}})))
-    return failure();
-  return checkCompatibleShapes(op, x, "the input", y, "the result");
+  return verifyFloatUnary(op, op->getOperand(0), "the input", op->getResult(0),
+                          "the result");
 }
 
 LogicalResult SqrtOp::verify() { return verifyFloatUnary(*this); }

@@ -218,10 +218,11 @@ LayerNormalizationGradOp::getSummedTerms(int64_t dynamicDimSize) {
 }
 
 //===----------------------------------------------------------------------===//
-// BiasGeluGrad_dX(dY, X, B) and SoftmaxGrad_13(dY, Y): elementwise and
-// row-wise gradients. They form no weight gradient themselves; their bound
-// takes the Gemm rule (an error times dY, summed over N terms) with the N
-// that getSummedTerms derives (docs/error-bounds.md, "GELU and softmax").
+// BiasGeluGrad_dX(dY, X, B), GeluGrad(dY, X) and SoftmaxGrad_13(dY, Y):
+// elementwise and row-wise gradients. They form no weight gradient
+// themselves; their bound takes the Gemm rule (an error times dY, summed
+// over N terms) with the N that getSummedTerms derives
+// (docs/error-bounds.md, "GELU and softmax").
 //===----------------------------------------------------------------------===//
 
 std::optional<SavedActivationKind>
@@ -233,18 +234,37 @@ BiasGeluGrad_dXOp::getSavedActivationKind(unsigned operandNumber) {
 std::optional<WeightGradForm> BiasGeluGrad_dXOp::getWeightGradForm() {
   return WeightGradForm::Gemm;
 }
-std::optional<double>
-BiasGeluGrad_dXOp::getSummedTerms(int64_t dynamicDimSize) {
-  auto t = dyn_cast<RankedTensorType>(getX().getType());
+/// The rows of X (the terms the next weight gradient, linear1's
+/// dW = X_in' x dX, sums) times |gelu''| <= 2 phi(0) ~= 0.798 squared,
+/// which scales the error.
+static std::optional<double> geluGradTerms(Value x, int64_t dynamicDimSize) {
+  auto t = dyn_cast<RankedTensorType>(x.getType());
   if (!t || t.getRank() < 1)
     return std::nullopt;
-  // |gelu''| <= 2 phi(0) ~= 0.798 scales the error; the rows of X are the
-  // terms the next weight gradient (linear1's dW = X_in' x dX) sums.
   double rows = 1;
   for (int64_t d : t.getShape().drop_back())
     rows *= dimOr(d, dynamicDimSize);
   constexpr double kMaxGeluCurvature = 0.7978845608; // 2 / sqrt(2 pi)
   return rows * kMaxGeluCurvature * kMaxGeluCurvature;
+}
+
+std::optional<double>
+BiasGeluGrad_dXOp::getSummedTerms(int64_t dynamicDimSize) {
+  return geluGradTerms(getX(), dynamicDimSize);
+}
+
+// GeluGrad(dY, X): BiasGeluGrad_dX without the bias.
+std::optional<SavedActivationKind>
+GeluGradOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::WeightGradInput;
+  return std::nullopt;
+}
+std::optional<WeightGradForm> GeluGradOp::getWeightGradForm() {
+  return WeightGradForm::Gemm;
+}
+std::optional<double> GeluGradOp::getSummedTerms(int64_t dynamicDimSize) {
+  return geluGradTerms(getX(), dynamicDimSize);
 }
 
 std::optional<SavedActivationKind>

@@ -749,6 +749,18 @@ BiasGeluGrad_dXOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
+LogicalResult GeluOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getX());
+  return success();
+}
+
+LogicalResult GeluGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getDY());
+  return success();
+}
+
 LogicalResult SoftmaxGrad_13Op::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   types[0] = sameAs(getDY());

@@ -43,3 +43,27 @@ func.func @tanh_rows(%x: tensor<4x64xf32>, %w: tensor<10x64xf32>, %dl: tensor<4x
   %dx = onnx.TanhGrad(%dy, %t) : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
   return %a, %dx : tensor<4x10xf32>, tensor<4x64xf32>
 }
+
+// -----
+
+// GeluGrad(dY, X) (ORT's fusion of a GELU with no bias to fuse) reads the
+// forward input X, bounded as BiasGeluGrad_dX's: the Gemm rule with
+// N = rows x (2 phi(0))^2 = 4 * 0.63662 = 2.546479 and the default
+// R = 0.5: eb = 0.0173205 / sqrt(2.546479 * 0.5) = 1.53499e-2.
+// SMALL-LABEL: func.func @gelu_rows
+// SMALL: %[[X:.*]] = onnx.Gemm(
+// SMALL: onnx.Gelu(%[[X]])
+// SMALL: comet.compress %[[X]] bound <abs = 0.0153499006{{[0-9]*}}, slot = 0> {comet.tune = [#comet.consumer<kind = gemm, param = "", terms = 2.54647908{{[0-9]*}}, reuse = 1.000000e+00, elements = 256>]} : tensor<4x64xf32> -> !comet.compressed<tensor<4x64xf32>, sz>
+// SMALL: %[[DX:.*]] = comet.decompress %{{.*}} : !comet.compressed<tensor<4x64xf32>, sz>
+// SMALL: onnx.GeluGrad(%{{.*}}, %[[DX]]) {comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 0>]}
+func.func @gelu_rows(%in: tensor<4x32xf32>, %w0: tensor<64x32xf32>, %w: tensor<10x64xf32>, %dl: tensor<4x10xf32>) -> (tensor<4x10xf32>, tensor<4x64xf32>) {
+  %none = onnx.NoValue
+  %x = onnx.Gemm(%in, %w0, %none) {transB = 1 : i64} : (tensor<4x32xf32>, tensor<64x32xf32>, none) -> tensor<4x64xf32>
+  %g = onnx.Gelu(%x) : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %z = onnx.Gemm(%g, %w, %none) {transB = 1 : i64} : (tensor<4x64xf32>, tensor<10x64xf32>, none) -> tensor<4x10xf32>
+  %r = onnx.Relu(%z) : (tensor<4x10xf32>) -> tensor<4x10xf32>
+  %a = onnx.Add(%r, %z) : (tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
+  %dy = onnx.Gemm(%dl, %w, %none) {beta = 0.0 : f32} : (tensor<4x10xf32>, tensor<10x64xf32>, none) -> tensor<4x64xf32>
+  %dx = onnx.GeluGrad(%dy, %x) : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %a, %dx : tensor<4x10xf32>, tensor<4x64xf32>
+}

@@ -589,6 +589,30 @@ def ONNX_BiasGeluGrad_dXOp : ONNX_Op<"BiasGeluGrad_dX", "com.microsoft",
   let hasVerifier = 1;
 }
 
+def ONNX_GeluOp : ONNX_Op<"Gelu", "com.microsoft",
+    "gelu(X) with the exact (erf) GELU", [Pure]> {
+  let description = [{
+    ONNX Runtime fuses torch's exported GELU (Div, Erf, Add, Mul) into this
+    op when no bias Add precedes it to make a BiasGelu, e.g. after a Gather.
+  }];
+  let arguments = (ins ONNX_Tensor:$X);
+  let results = (outs ONNX_Tensor:$Y);
+  let hasVerifier = 1;
+}
+
+def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
+    "dX = dY * gelu'(X)",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["getWeightGradForm", "getSummedTerms"]>]> {
+  let description = [{
+    X, the forward's input, is a saved activation
+    (SavedActivationOpInterface), bounded as BiasGeluGrad_dX's.
+  }];
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
+  let results = (outs ONNX_Tensor:$dX);
+  let hasVerifier = 1;
+}
+
 def ONNX_SoftmaxGrad_13Op : ONNX_Op<"SoftmaxGrad_13", "com.microsoft",
     "Gradient of Softmax (opset 13) along `axis`: Y * (dY - sum(dY * Y))",
     [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
