@@ -123,27 +123,30 @@ def actnet() -> nn.Module:
 
 class Embedding(nn.Module):
     """A token model over the 28 image rows: each row's middle pixel,
-    quantized to 16 levels, picks a learned 8-dim embedding (nn.Embedding)
-    that goes through a GELU, the row itself goes through Linear 28->8 and
-    GELU; the two are concatenated per row, flattened and classified by
-    Linear 448->10. Small; it exists for the ops ORT writes for embeddings
-    and concatenation (Gather, GatherGrad, ConcatTraining, SplitTraining)
-    and for both forms of GELU: after the Linear ORT fuses it into
-    BiasGelu, after the Gather (no bias to fuse) it stays Div, Erf, Add and
-    Mul, with Erf's gradient built from Mul, Neg and Exp."""
+    quantized to 16 levels, picks a learned 8-dim embedding (nn.Embedding),
+    and the row itself goes through Linear 28->8. Three 8-dim features per
+    row are concatenated, flattened and classified by Linear 672->10:
+    GELU(embedding), GELU(Linear(row)) and GELU(embedding * gain). Small; it
+    exists for the ops ORT writes for embeddings and concatenation (Gather,
+    GatherGrad, ConcatTraining, SplitTraining) and for the three forms ORT
+    gives an exported GELU: fused with the Linear's bias (BiasGelu), alone
+    after the Gather (Gelu), and unfused after the Mul (Div, Erf, Add, Mul,
+    with Erf's gradient built from Mul, Neg and Exp)."""
 
     def __init__(self, levels=16, dim=8, tokens=28, token_dim=28, classes=10):
         super().__init__()
         self.levels = levels
         self.embed = nn.Embedding(levels, dim)
         self.proj = nn.Linear(token_dim, dim)
+        self.gain = nn.Parameter(torch.ones(dim))
         self.act = nn.GELU()
-        self.head = nn.Linear(tokens * 2 * dim, classes)
+        self.head = nn.Linear(tokens * 3 * dim, classes)
 
     def forward(self, x):
         rows = x.squeeze(1)  # [B, 28, 28]
         ids = (rows[:, :, rows.shape[2] // 2] * (self.levels - 1)).long()  # [B, 28]
-        h = torch.cat([self.act(self.embed(ids)), self.act(self.proj(rows))], dim=2)
+        e = self.embed(ids)
+        h = torch.cat([self.act(e), self.act(self.proj(rows)), self.act(e * self.gain)], dim=2)
         return self.head(h.flatten(1))
 
 

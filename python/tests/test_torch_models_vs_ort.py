@@ -51,12 +51,13 @@ MODEL_TOL = {"mobilenet_v2": 1e-3}
 # gradient counts of the transformer and the embedding model (all
 # parameters).
 HAS_BATCHNORM = {"cnn", "resnet18", "mobilenet_v2"}
-NUM_GRADS = {"transformer": 31, "embedding": 5}
+NUM_GRADS = {"transformer": 31, "embedding": 6}
 # Ops a model must contain to test what it is there for: the embedding
-# model has both forms ORT gives an exported GELU (fused with the Linear's
-# bias, and alone after the Gather).
+# model has the three forms ORT gives an exported GELU (fused with the
+# Linear's bias, alone after the Gather, and unfused after a Mul).
 KEY_OPS = {"embedding": {"Gather", "GatherGrad", "ConcatTraining", "SplitTraining",
-                         "BiasGelu", "BiasGeluGrad_dX", "Gelu", "GeluGrad"}}
+                         "BiasGelu", "BiasGeluGrad_dX", "Gelu", "GeluGrad",
+                         "Erf", "Neg", "Exp"}}
 # A gradient below this fraction of the model's largest is zero in exact
 # arithmetic (rounding residue is ~1e-6 of it).
 ZERO = 1e-5

@@ -1,9 +1,10 @@
 //===- GatherConcat.cpp - Kernels of exported eval and embedding graphs ---===//
 //
 // What torch's export leaves for an eval graph (LayerNorm as Pow/Sqrt, GELU
-// as Erf) and what ONNX Runtime's gradient builder writes for embeddings
-// and concatenation: Gather and GatherGrad, Concat (one input at a time)
-// and SplitTraining (one output at a time), and a float-to-i64 Cast.
+// as Erf), the Exp of an unfused GELU's gradient, and what ONNX Runtime's
+// gradient builder writes for embeddings and concatenation: Gather and
+// GatherGrad, Concat (one input at a time) and SplitTraining (one output at
+// a time), and a float-to-i64 Cast.
 // oneDNN eltwise where it has the op, loops otherwise.
 //
 //===----------------------------------------------------------------------===//
@@ -176,6 +177,13 @@ int32_t comet_rt_cpu_sqrt(comet_rt_context *ctx, comet_rt_memref *xm,
   COMET_RT_TRY(unary("sqrt", xm, ym, x, y));
   return eltwiseImpl(ctx, "sqrt", dnnl::algorithm::eltwise_sqrt, 0.f, 0.f, x,
                      y);
+}
+
+int32_t comet_rt_cpu_exp(comet_rt_context *ctx, comet_rt_memref *xm,
+                         comet_rt_memref *ym) {
+  Tensor x, y;
+  COMET_RT_TRY(unary("exp", xm, ym, x, y));
+  return eltwiseImpl(ctx, "exp", dnnl::algorithm::eltwise_exp, 0.f, 0.f, x, y);
 }
 
 int32_t comet_rt_cpu_erf(comet_rt_context *, comet_rt_memref *xm,

@@ -34,18 +34,21 @@ func.func @attention_shape(%x: tensor<?x4x8xf32>) -> tensor<?x8x4xf32> {
 }
 
 // The decomposed LayerNorm and GELU of an exported eval graph: Pow by a
-// scalar and by a tensor, Sqrt and Erf each one kernel.
+// scalar and by a tensor, Sqrt and Erf each one kernel; Exp (of an
+// unfused GELU's gradient) too.
 // CHECK-LABEL: func.func @layer_norm_gelu(
 // CHECK: call @comet_rt_pow(%arg0,
 // CHECK: call @comet_rt_pow(%arg0,
 // CHECK: call @comet_rt_sqrt(%arg0,
 // CHECK: call @comet_rt_erf(%arg0,
+// CHECK: call @comet_rt_exp(%arg0,
 func.func @layer_norm_gelu(%x: tensor<?x8xf32>, %two: tensor<f32>, %e: tensor<8xf32>) -> tensor<?x8xf32> {
   %p = onnx.Pow(%x, %two) : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x8xf32>
   %q = onnx.Pow(%p, %e) : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %s = onnx.Sqrt(%q) : (tensor<?x8xf32>) -> tensor<?x8xf32>
   %r = onnx.Erf(%s) : (tensor<?x8xf32>) -> tensor<?x8xf32>
-  return %r : tensor<?x8xf32>
+  %x2 = onnx.Exp(%r) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %x2 : tensor<?x8xf32>
 }
 
 // ORT's Gelu and GeluGrad (a GELU with no bias Add to fuse): one kernel

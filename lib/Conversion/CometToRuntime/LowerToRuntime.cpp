@@ -896,6 +896,9 @@ LogicalResult FuncLowering::lower(Operation *op) {
       .Case<ErfOp>([&](ErfOp) {
         return call(Fn::erf, {in(0), res(0)});
       })
+      .Case<ExpOp>([&](ExpOp) {
+        return call(Fn::exp, {in(0), res(0)});
+      })
       .Case<GatherOp>([&](GatherOp o) -> LogicalResult {
         Type elt = getElementTypeOrSelf(o.getOutput().getType());
         // An entry of a static shape: a constant.

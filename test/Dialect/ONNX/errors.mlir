@@ -609,6 +609,15 @@ func.func @erf_shape(%x: tensor<4xf32>) {
 
 // -----
 
+// Exp: the input is float.
+func.func @exp_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{the input must have a float element type, got 'i64'}}
+  %y = onnx.Exp(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
 // Gelu: the result keeps X's shape.
 func.func @gelu_shape(%x: tensor<4xf32>) {
   // expected-error @+1 {{shape mismatch: X is 'tensor<4xf32>' but Y is 'tensor<5xf32>'}}

@@ -116,6 +116,8 @@ func.func @eval_and_embedding_ops(%x: tensor<?x28x64xf32>, %two: tensor<f32>, %w
   %s = onnx.Sqrt(%p) : (tensor<?x28x64xf32>) -> tensor<?x28x64xf32>
   // CHECK: onnx.Erf({{.*}}) -> tensor<?x28x64xf32>
   %e = onnx.Erf(%s) : (tensor<?x28x64xf32>) -> tensor<?x28x64xf32>
+  // CHECK: onnx.Exp({{.*}}) -> tensor<?x28x64xf32>
+  %ex = onnx.Exp(%e) : (tensor<?x28x64xf32>) -> tensor<?x28x64xf32>
   %sh = onnx.Shape(%x) : (tensor<?x28x64xf32>) -> tensor<3xi64>
   // CHECK: onnx.Gather({{.*}}) : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
   %g = onnx.Gather(%sh, %i0) {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>

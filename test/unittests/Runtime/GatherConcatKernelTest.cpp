@@ -46,7 +46,7 @@ TEST(Pow, RejectsShapesThatDoNotBroadcast) {
             COMET_RT_SUCCESS);
 }
 
-TEST(SqrtErf, MatchLibm) {
+TEST(SqrtErfExp, MatchLibm) {
   F x = randomF({4, 7}, 4, 0.f, 3.f), y({4, 7});
   ASSERT_RT(_mlir_ciface_comet_rt_sqrt(nullptr, &x, &y));
   std::vector<double> want(x.size());
@@ -58,8 +58,13 @@ TEST(SqrtErf, MatchLibm) {
   for (int64_t i = 0; i < z.size(); ++i)
     want[i] = std::erf(double(z[i]));
   expectNear(y.v, want, 1e-6, "erf");
+  ASSERT_RT(_mlir_ciface_comet_rt_exp(nullptr, &z, &y));
+  for (int64_t i = 0; i < z.size(); ++i)
+    want[i] = std::exp(double(z[i]));
+  expectNear(y.v, want, 1e-6, "exp");
   F wrong({4, 6});
   EXPECT_NE(_mlir_ciface_comet_rt_erf(nullptr, &z, &wrong), COMET_RT_SUCCESS);
+  EXPECT_NE(_mlir_ciface_comet_rt_exp(nullptr, &z, &wrong), COMET_RT_SUCCESS);
 }
 
 TEST(Gather, RowsOfATableWithNegativeIndices) {

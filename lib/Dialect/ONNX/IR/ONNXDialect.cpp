@@ -108,6 +108,7 @@ static const OpInfo kOps[] = {
     // Exported eval graphs and embedding models.
     {"Concat", "", 1, kVariadic, 1, 1},
     {"Erf", "", 1, 1, 1, 1},
+    {"Exp", "", 1, 1, 1, 1},
     {"Gather", "", 2, 2, 1, 1},
     {"Pow", "", 2, 2, 1, 1},
     {"Sqrt", "", 1, 1, 1, 1},

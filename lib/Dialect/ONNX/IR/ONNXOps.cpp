@@ -1080,6 +1080,7 @@ static LogicalResult verifyFloatUnary(Operation *op) {
 
 LogicalResult SqrtOp::verify() { return verifyFloatUnary(*this); }
 LogicalResult ErfOp::verify() { return verifyFloatUnary(*this); }
+LogicalResult ExpOp::verify() { return verifyFloatUnary(*this); }
 
 static LogicalResult checkIndices(Operation *op, Value indices) {
   if (Type t = elementTypeOf(indices);

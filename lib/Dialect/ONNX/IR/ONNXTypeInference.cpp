@@ -923,6 +923,12 @@ LogicalResult ErfOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
+LogicalResult ExpOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getInput());
+  return success();
+}
+
 /// data's dims with dim `axis` replaced by the indices' dims.
 static std::optional<SmallVector<int64_t>>
 gatheredShape(std::optional<ArrayRef<int64_t>> data,

@@ -745,6 +745,16 @@ def ONNX_ErfOp : ONNX_Op<"Erf", "", "Element-wise error function", [Pure]> {
   let hasVerifier = 1;
 }
 
+def ONNX_ExpOp : ONNX_Op<"Exp", "", "Element-wise exponential", [Pure]> {
+  let description = [{
+    ONNX Runtime builds Erf's gradient from Mul, Neg and Exp: a GELU that
+    it does not fuse (one after a Mul) trains through it.
+  }];
+  let arguments = (ins ONNX_Tensor:$input);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
 def ONNX_GatherOp : ONNX_Op<"Gather", "",
     "Entries of data along `axis` at integer indices", [Pure]> {
   let description = [{
