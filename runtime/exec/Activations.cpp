@@ -22,52 +22,6 @@ namespace {
 
 constexpr auto f32 = memory::data_type::f32;
 
-/// Y = f(X) with oneDNN eltwise algorithm `alg`.
-int32_t eltwiseForward(comet_rt_context *ctx, const char *op,
-                       dnnl::algorithm alg, comet_rt_memref *xm,
-                       comet_rt_memref *ym) {
-  Tensor x, y;
-  COMET_RT_TRY(view(xm, 4, "X", x));
-  COMET_RT_TRY(view(ym, 4, "Y", y));
-  COMET_RT_CHECK(x.dims == y.dims, op, ": X ", shapeStr(x.dims), " and Y ",
-                 shapeStr(y.dims), " differ");
-  return eltwiseImpl(ctx, op, alg, 0.f, 0.f, x, y);
-}
-
-/// dX = dY * f'(X) computed from Y = f(X), with a *_use_dst_for_bwd
-/// algorithm `alg`.
-int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
-                        dnnl::algorithm alg, comet_rt_memref *dym,
-                        comet_rt_memref *ym, comet_rt_memref *dxm) {
-  Tensor dy, y, dx;
-  COMET_RT_TRY(view(dym, 4, "dY", dy));
-  COMET_RT_TRY(view(ym, 4, "Y", y));
-  COMET_RT_TRY(view(dxm, 4, "dX", dx));
-  COMET_RT_CHECK(dy.dims == y.dims && dx.dims == y.dims, op, ": dY ",
-                 shapeStr(dy.dims), ", Y ", shapeStr(y.dims), " and dX ",
-                 shapeStr(dx.dims), " must share a shape");
-  int64_t n = y.numel();
-  if (n == 0)
-    return ok();
-  return guard(op, [&] {
-    memory::desc md({n}, f32, memory::format_tag::a);
-    Primitive p = getPrimitive(key(op, {n}), [&] {
-      dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg, md,
-                                     0.f, 0.f);
-      dnnl::eltwise_forward::primitive_desc fpd(fd, engine());
-      dnnl::eltwise_backward::desc d(alg, md, md, 0.f, 0.f);
-      dnnl::eltwise_backward::primitive_desc pd(d, userScratchpadAttr(),
-                                                engine(), fpd);
-      return Primitive{dnnl::eltwise_backward(pd), pd.scratchpad_desc()};
-    });
-    execute(ctx, p,
-            {{DNNL_ARG_DST, mem(md, y.data)},
-             {DNNL_ARG_DIFF_DST, mem(md, dy.data)},
-             {DNNL_ARG_DIFF_SRC, mem(md, dx.data)}});
-    return ok();
-  });
-}
-
 /// The window of avgpool2d / avgpool_grad2d.
 struct Window {
   int64_t kH, kW, sH, sW, pT, pL, pB, pR;
@@ -134,15 +88,15 @@ int32_t comet_rt_cpu_tanh(comet_rt_context *ctx, comet_rt_memref *xm,
 int32_t comet_rt_cpu_sigmoid_grad(comet_rt_context *ctx, comet_rt_memref *dym,
                                   comet_rt_memref *ym, comet_rt_memref *dxm) {
   return eltwiseBackward(ctx, "sigmoid_grad",
-                         dnnl::algorithm::eltwise_logistic_use_dst_for_bwd, dym,
-                         ym, dxm);
+                         dnnl::algorithm::eltwise_logistic_use_dst_for_bwd,
+                         /*fromDst=*/true, dym, ym, dxm);
 }
 
 int32_t comet_rt_cpu_tanh_grad(comet_rt_context *ctx, comet_rt_memref *dym,
                                comet_rt_memref *ym, comet_rt_memref *dxm) {
   return eltwiseBackward(ctx, "tanh_grad",
-                         dnnl::algorithm::eltwise_tanh_use_dst_for_bwd, dym, ym,
-                         dxm);
+                         dnnl::algorithm::eltwise_tanh_use_dst_for_bwd,
+                         /*fromDst=*/true, dym, ym, dxm);
 }
 
 int32_t comet_rt_cpu_avgpool2d(comet_rt_context *ctx, comet_rt_memref *xm,

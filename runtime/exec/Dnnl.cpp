@@ -630,6 +630,55 @@ int32_t eltwiseImpl(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
   });
 }
 
+int32_t eltwiseBackwardImpl(comet_rt_context *ctx, const char *op,
+                            dnnl::algorithm alg, bool fromDst, float *in,
+                            const Tensor &dy, const Tensor &dx, int64_t n) {
+  if (n == 0)
+    return ok();
+  return guard(op, [&] {
+    memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
+    Primitive p = getPrimitive(key(op, {n, int64_t(alg)}), [&] {
+      dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg, md,
+                                     0.f, 0.f);
+      dnnl::eltwise_forward::primitive_desc fpd(fd, engine());
+      dnnl::eltwise_backward::desc d(alg, md, md, 0.f, 0.f);
+      dnnl::eltwise_backward::primitive_desc pd(d, userScratchpadAttr(),
+                                                engine(), fpd);
+      return Primitive{dnnl::eltwise_backward(pd), pd.scratchpad_desc()};
+    });
+    execute(ctx, p,
+            {{fromDst ? DNNL_ARG_DST : DNNL_ARG_SRC, mem(md, in)},
+             {DNNL_ARG_DIFF_DST, mem(md, dy.data)},
+             {DNNL_ARG_DIFF_SRC, mem(md, dx.data)}});
+    return ok();
+  });
+}
+
+int32_t eltwiseForward(comet_rt_context *ctx, const char *op,
+                       dnnl::algorithm alg, comet_rt_memref *xm,
+                       comet_rt_memref *ym) {
+  Tensor x, y;
+  COMET_RT_TRY(view(xm, 4, concat(op, " X").c_str(), x));
+  COMET_RT_TRY(view(ym, 4, concat(op, " Y").c_str(), y));
+  COMET_RT_CHECK(x.dims == y.dims, op, ": X ", shapeStr(x.dims), " and Y ",
+                 shapeStr(y.dims), " differ");
+  return eltwiseImpl(ctx, op, alg, 0.f, 0.f, x, y);
+}
+
+int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
+                        dnnl::algorithm alg, bool fromDst, comet_rt_memref *dym,
+                        comet_rt_memref *inm, comet_rt_memref *dxm) {
+  const char *inName = fromDst ? " Y" : " X";
+  Tensor dy, in, dx;
+  COMET_RT_TRY(view(dym, 4, concat(op, " dY").c_str(), dy));
+  COMET_RT_TRY(view(inm, 4, concat(op, inName).c_str(), in));
+  COMET_RT_TRY(view(dxm, 4, concat(op, " dX").c_str(), dx));
+  COMET_RT_CHECK(dy.dims == in.dims && dx.dims == in.dims, op, ": dY ",
+                 shapeStr(dy.dims), ",", inName, " ", shapeStr(in.dims),
+                 " and dX ", shapeStr(dx.dims), " must share a shape");
+  return eltwiseBackwardImpl(ctx, op, alg, fromDst, in.f(), dy, dx, in.numel());
+}
+
 } // namespace comet::rt
 
 extern "C" {

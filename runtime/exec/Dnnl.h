@@ -40,6 +40,19 @@ int32_t guard(const char *op, const std::function<int32_t()> &body);
 /// tensor; x and y have the same number of elements.
 int32_t eltwiseImpl(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
                     float alpha, float beta, const Tensor &x, const Tensor &y);
+/// dX = dY * f'(.) over n elements by oneDNN eltwise backward `alg`, from
+/// the forward's output `in` (a *_use_dst_for_bwd alg: fromDst) or input.
+int32_t eltwiseBackwardImpl(comet_rt_context *ctx, const char *op,
+                            dnnl::algorithm alg, bool fromDst, float *in,
+                            const Tensor &dy, const Tensor &dx, int64_t n);
+/// The memref forms: Y = f(X), and dX = dY * f'(.) from the saved `in`
+/// (X or Y as above), all of one shape.
+int32_t eltwiseForward(comet_rt_context *ctx, const char *op,
+                       dnnl::algorithm alg, comet_rt_memref *xm,
+                       comet_rt_memref *ym);
+int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
+                        dnnl::algorithm alg, bool fromDst, comet_rt_memref *dym,
+                        comet_rt_memref *inm, comet_rt_memref *dxm);
 
 int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
                     const Tensor &y, int64_t axis, bool log);

@@ -173,17 +173,12 @@ int32_t comet_rt_cpu_pow(comet_rt_context *ctx, comet_rt_memref *am,
 
 int32_t comet_rt_cpu_sqrt(comet_rt_context *ctx, comet_rt_memref *xm,
                           comet_rt_memref *ym) {
-  Tensor x, y;
-  COMET_RT_TRY(unary("sqrt", xm, ym, x, y));
-  return eltwiseImpl(ctx, "sqrt", dnnl::algorithm::eltwise_sqrt, 0.f, 0.f, x,
-                     y);
+  return eltwiseForward(ctx, "sqrt", dnnl::algorithm::eltwise_sqrt, xm, ym);
 }
 
 int32_t comet_rt_cpu_exp(comet_rt_context *ctx, comet_rt_memref *xm,
                          comet_rt_memref *ym) {
-  Tensor x, y;
-  COMET_RT_TRY(unary("exp", xm, ym, x, y));
-  return eltwiseImpl(ctx, "exp", dnnl::algorithm::eltwise_exp, 0.f, 0.f, x, y);
+  return eltwiseForward(ctx, "exp", dnnl::algorithm::eltwise_exp, xm, ym);
 }
 
 int32_t comet_rt_cpu_erf(comet_rt_context *, comet_rt_memref *xm,

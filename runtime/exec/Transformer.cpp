@@ -467,28 +467,6 @@ int32_t comet_rt_cpu_bias_gelu(comet_rt_context *ctx,
   });
 }
 
-/// dX = dY * gelu_erf'(S) over n elements (oneDNN eltwise backward).
-static int32_t geluBackward(comet_rt_context *ctx, const char *op, float *s,
-                            const Tensor &dy, const Tensor &dx, int64_t n) {
-  memory::desc md({n}, f32, memory::format_tag::a);
-  Primitive p = getPrimitive(key(op, {n}), [&] {
-    dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training,
-                                   dnnl::algorithm::eltwise_gelu_erf, md, 0.f,
-                                   0.f);
-    dnnl::eltwise_forward::primitive_desc fpd(fd, engine());
-    dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_gelu_erf, md, md,
-                                   0.f, 0.f);
-    dnnl::eltwise_backward::primitive_desc pd(d, userScratchpadAttr(), engine(),
-                                              fpd);
-    return Primitive{dnnl::eltwise_backward(pd), pd.scratchpad_desc()};
-  });
-  execute(ctx, p,
-          {{DNNL_ARG_SRC, mem(md, s)},
-           {DNNL_ARG_DIFF_DST, mem(md, dy.data)},
-           {DNNL_ARG_DIFF_SRC, mem(md, dx.data)}});
-  return ok();
-}
-
 int32_t comet_rt_cpu_bias_gelu_grad_dx(comet_rt_context *ctx,
                                                 comet_rt_memref *dym,
                                                 comet_rt_memref *xm,
@@ -514,35 +492,20 @@ int32_t comet_rt_cpu_bias_gelu_grad_dx(comet_rt_context *ctx,
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i)
       s[i] = px[i] + pb[i % cols];
-    return geluBackward(ctx, op, s, dy, dx, n);
+    return eltwiseBackwardImpl(ctx, op, dnnl::algorithm::eltwise_gelu_erf,
+                               /*fromDst=*/false, s, dy, dx, n);
   });
 }
 
 int32_t comet_rt_cpu_gelu(comet_rt_context *ctx, comet_rt_memref *xm,
                           comet_rt_memref *ym) {
-  Tensor x, y;
-  COMET_RT_TRY(view(xm, 4, "gelu X", x));
-  COMET_RT_TRY(view(ym, 4, "gelu Y", y));
-  COMET_RT_CHECK(y.dims == x.dims, "gelu: X ", shapeStr(x.dims), " and Y ",
-                 shapeStr(y.dims), " must share a shape");
-  return eltwiseImpl(ctx, "gelu", dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f,
-                     x, y);
+  return eltwiseForward(ctx, "gelu", dnnl::algorithm::eltwise_gelu_erf, xm, ym);
 }
 
 int32_t comet_rt_cpu_gelu_grad(comet_rt_context *ctx, comet_rt_memref *dym,
                                comet_rt_memref *xm, comet_rt_memref *dxm) {
-  const char *op = "gelu_grad";
-  Tensor dy, x, dx;
-  COMET_RT_TRY(view(dym, 4, "gelu_grad dY", dy));
-  COMET_RT_TRY(view(xm, 4, "gelu_grad X", x));
-  COMET_RT_TRY(view(dxm, 4, "gelu_grad dX", dx));
-  COMET_RT_CHECK(dy.dims == x.dims && dx.dims == x.dims, op, ": dY ",
-                 shapeStr(dy.dims), ", X ", shapeStr(x.dims), " and dX ",
-                 shapeStr(dx.dims), " must share a shape");
-  int64_t n = x.numel();
-  if (n == 0)
-    return ok();
-  return guard(op, [&] { return geluBackward(ctx, op, x.f(), dy, dx, n); });
+  return eltwiseBackward(ctx, "gelu_grad", dnnl::algorithm::eltwise_gelu_erf,
+                         /*fromDst=*/false, dym, xm, dxm);
 }
 
 int32_t comet_rt_cpu_slice(comet_rt_context *ctx, comet_rt_memref *xm,
