@@ -372,6 +372,7 @@ int32_t comet_rt_cpu_matmul(comet_rt_context *ctx, comet_rt_memref *am,
   COMET_RT_TRY(view(ym, 4, "matmul Y", y));
   COMET_RT_CHECK(a.rank() >= 1 && b.rank() >= 1, op,
                  ": operands must have rank >= 1");
+  // numpy: a rank-1 A is a row, a rank-1 B a column.
   std::vector<int64_t> ad = a.dims, bd = b.dims;
   if (ad.size() == 1)
     ad.insert(ad.begin(), 1);
@@ -380,45 +381,8 @@ int32_t comet_rt_cpu_matmul(comet_rt_context *ctx, comet_rt_memref *am,
   size_t r = std::max(ad.size(), bd.size());
   ad.insert(ad.begin(), r - ad.size(), 1);
   bd.insert(bd.begin(), r - bd.size(), 1);
-  std::vector<int64_t> yd(r);
-  for (size_t i = 0; i + 2 < r; ++i) {
-    COMET_RT_CHECK(ad[i] == bd[i] || ad[i] == 1 || bd[i] == 1, op,
-                   ": batch dims of ", shapeStr(a.dims), " and ",
-                   shapeStr(b.dims), " do not broadcast");
-    yd[i] = std::max(ad[i], bd[i]);
-  }
-  COMET_RT_CHECK(ad[r - 1] == bd[r - 2], op,
-                 ": inner dims differ: ", shapeStr(a.dims), " x ",
-                 shapeStr(b.dims));
-  yd[r - 2] = ad[r - 2];
-  yd[r - 1] = bd[r - 1];
-  int64_t yn = 1;
-  for (int64_t v : yd)
-    yn *= v;
-  COMET_RT_CHECK(yn == y.numel(), op, ": Y ", shapeStr(y.dims),
-                 " does not hold the product ", shapeStr(yd));
-  COMET_RT_CHECK(r <= 12, op, ": rank above 12");
-  if (yn == 0)
-    return ok();
-  if (ad[r - 1] == 0) {
-    std::memset(y.data, 0, sizeof(float) * yn);
-    return ok();
-  }
-  std::vector<int64_t> all = ad;
-  all.insert(all.end(), bd.begin(), bd.end());
-  return guard(op, [&] {
-    memory::desc aMd = plainMd(ad), bMd = plainMd(bd), yMd = plainMd(yd);
-    Primitive p = getPrimitive(key(op, {(int64_t)r}, all), [&] {
-      dnnl::matmul::desc d(aMd, bMd, yMd);
-      dnnl::matmul::primitive_desc pd(d, userScratchpadAttr(), engine());
-      return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};
-    });
-    execute(ctx, p,
-            {{DNNL_ARG_SRC, mem(aMd, a.data)},
-             {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
-             {DNNL_ARG_DST, mem(yMd, y.data)}});
-    return ok();
-  });
+  return matmulImpl(ctx, op, a, b, y, ad, plainStrides(ad), bd,
+                    plainStrides(bd), 1.0f, /*keepsLastTwo=*/false, "");
 }
 
 int32_t comet_rt_cpu_batch_norm_internal(
@@ -606,6 +570,82 @@ int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
 }
 
 /// Y = f(X) by a oneDNN eltwise primitive over the flat tensor.
+std::vector<int64_t> plainStrides(const std::vector<int64_t> &d) {
+  std::vector<int64_t> s(d.size());
+  int64_t acc = 1;
+  for (int64_t i = (int64_t)d.size() - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= d[i];
+  }
+  return s;
+}
+
+int32_t matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
+                   const Tensor &b, const Tensor &y,
+                   const std::vector<int64_t> &ad,
+                   const std::vector<int64_t> &as,
+                   const std::vector<int64_t> &bd,
+                   const std::vector<int64_t> &bs, float alpha,
+                   bool keepsLastTwo, const std::string &opts) {
+  size_t r = ad.size();
+  COMET_RT_CHECK(r >= 2 && bd.size() == r, op, ": operands of ",
+                 shapeStr(a.dims), " and ", shapeStr(b.dims));
+  COMET_RT_CHECK(r <= DNNL_MAX_NDIMS, op, ": rank above ", DNNL_MAX_NDIMS);
+  std::vector<int64_t> yd(r);
+  for (size_t i = 0; i + 2 < r; ++i) {
+    COMET_RT_CHECK(ad[i] == bd[i] || ad[i] == 1 || bd[i] == 1, op,
+                   ": batch dims of ", shapeStr(a.dims), " and ",
+                   shapeStr(b.dims), " do not broadcast");
+    yd[i] = std::max(ad[i], bd[i]);
+  }
+  COMET_RT_CHECK(ad[r - 1] == bd[r - 2], op, ": inner dims differ: A ",
+                 shapeStr(a.dims), " B ", shapeStr(b.dims), opts);
+  yd[r - 2] = ad[r - 2];
+  yd[r - 1] = bd[r - 1];
+  int64_t yn = 1;
+  for (int64_t v : yd)
+    yn *= v;
+  COMET_RT_CHECK(yn == y.numel() &&
+                     (!keepsLastTwo ||
+                      (y.rank() >= 2 && y.dim(y.rank() - 1) == yd[r - 1] &&
+                       y.dim(y.rank() - 2) == yd[r - 2])),
+                 op, ": Y ", shapeStr(y.dims), " does not hold the product ",
+                 shapeStr(yd));
+  if (yn == 0)
+    return ok();
+  if (ad[r - 1] == 0) {
+    std::memset(y.data, 0, sizeof(float) * yn);
+    return ok();
+  }
+  uint32_t alphaBits;
+  std::memcpy(&alphaBits, &alpha, 4);
+  std::vector<int64_t> k = ad;
+  for (const auto *v : {&as, &bd, &bs})
+    k.insert(k.end(), v->begin(), v->end());
+  return guard(op, [&] {
+    auto f32 = memory::data_type::f32;
+    memory::desc aMd(memory::dims(ad.begin(), ad.end()), f32,
+                     memory::dims(as.begin(), as.end()));
+    memory::desc bMd(memory::dims(bd.begin(), bd.end()), f32,
+                     memory::dims(bs.begin(), bs.end()));
+    memory::desc yMd = plainMd(yd);
+    Primitive p =
+        getPrimitive(key(op, {(int64_t)r, (int64_t)alphaBits}, k), [&] {
+          dnnl::primitive_attr attr = userScratchpadAttr();
+          if (alpha != 1.0f)
+            attr.set_output_scales(0, {alpha});
+          dnnl::matmul::desc d(aMd, bMd, yMd);
+          dnnl::matmul::primitive_desc pd(d, attr, engine());
+          return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};
+        });
+    execute(ctx, p,
+            {{DNNL_ARG_SRC, mem(aMd, a.data)},
+             {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
+             {DNNL_ARG_DST, mem(yMd, y.data)}});
+    return ok();
+  });
+}
+
 int32_t eltwiseImpl(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
                     float alpha, float beta, const Tensor &x, const Tensor &y) {
   int64_t n = x.numel();

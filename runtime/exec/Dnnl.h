@@ -54,6 +54,22 @@ int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
                         dnnl::algorithm alg, bool fromDst, comet_rt_memref *dym,
                         comet_rt_memref *inm, comet_rt_memref *dxm);
 
+/// Y = alpha * A' x B' on oneDNN matmul, where A' and B' are A and B read
+/// through the logical dims (padded to one rank r >= 2) and strides given;
+/// batch dims broadcast. Y holds the product's elements; with keepsLastTwo
+/// it must also end in the product's last two dims (it may drop leading
+/// 1s), without it only the count is checked (numpy's rank-1 MatMul drops
+/// a promoted dim). opts are the kernel's attributes, for error messages.
+/// Row-major strides of dims.
+std::vector<int64_t> plainStrides(const std::vector<int64_t> &d);
+int32_t matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
+                   const Tensor &b, const Tensor &y,
+                   const std::vector<int64_t> &ad,
+                   const std::vector<int64_t> &as,
+                   const std::vector<int64_t> &bd,
+                   const std::vector<int64_t> &bs, float alpha,
+                   bool keepsLastTwo, const std::string &opts);
+
 int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
                     const Tensor &y, int64_t axis, bool log);
 

@@ -29,16 +29,6 @@ int64_t product(const std::vector<int64_t> &d, size_t from, size_t to) {
   return p;
 }
 
-std::vector<int64_t> plainStrides(const std::vector<int64_t> &d) {
-  std::vector<int64_t> s(d.size());
-  int64_t acc = 1;
-  for (int64_t i = (int64_t)d.size() - 1; i >= 0; --i) {
-    s[i] = acc;
-    acc *= d[i];
-  }
-  return s;
-}
-
 /// Rows (dims before axis) and row length (dims from axis) of x.
 int32_t rowsOf(const char *op, const Tensor &x, int64_t &axis, int64_t &rows,
                int64_t &cols) {
@@ -173,11 +163,9 @@ int32_t comet_rt_cpu_transpose(comet_rt_context *ctx,
   });
 }
 
-int32_t comet_rt_cpu_fused_matmul(comet_rt_context *ctx,
-                                           comet_rt_memref *am,
-                                           comet_rt_memref *bm,
-                                           comet_rt_memref *ym, float alpha,
-                                           int64_t transA, int64_t transB) {
+int32_t comet_rt_cpu_fused_matmul(comet_rt_context *ctx, comet_rt_memref *am,
+                                  comet_rt_memref *bm, comet_rt_memref *ym,
+                                  float alpha, int64_t transA, int64_t transB) {
   const char *op = "fused_matmul";
   Tensor a, b, y;
   COMET_RT_TRY(view(am, 4, "fused_matmul A", a));
@@ -186,7 +174,6 @@ int32_t comet_rt_cpu_fused_matmul(comet_rt_context *ctx,
   COMET_RT_CHECK(a.rank() >= 2 && b.rank() >= 2, op,
                  ": A and B must have rank >= 2");
   size_t r = std::max(a.rank(), b.rank());
-  COMET_RT_CHECK(r <= DNNL_MAX_NDIMS, op, ": rank above ", DNNL_MAX_NDIMS);
   // Stored dims padded to rank r, and the strides that read op(A), op(B).
   auto logical = [&](const Tensor &t, bool trans, std::vector<int64_t> &dims,
                      std::vector<int64_t> &strides) {
@@ -201,56 +188,9 @@ int32_t comet_rt_cpu_fused_matmul(comet_rt_context *ctx,
   std::vector<int64_t> ad, as, bd, bs;
   logical(a, transA != 0, ad, as);
   logical(b, transB != 0, bd, bs);
-  std::vector<int64_t> yd(r);
-  for (size_t i = 0; i + 2 < r; ++i) {
-    COMET_RT_CHECK(ad[i] == bd[i] || ad[i] == 1 || bd[i] == 1, op,
-                   ": batch dims of ", shapeStr(a.dims), " and ",
-                   shapeStr(b.dims), " do not broadcast");
-    yd[i] = std::max(ad[i], bd[i]);
-  }
-  COMET_RT_CHECK(ad[r - 1] == bd[r - 2], op, ": inner dims differ: A ",
-                 shapeStr(a.dims), " B ", shapeStr(b.dims), " transA=", transA,
-                 " transB=", transB);
-  yd[r - 2] = ad[r - 2];
-  yd[r - 1] = bd[r - 1];
-  // Y may drop leading 1s of the padded rank, not reorder anything.
-  COMET_RT_CHECK(product(yd, 0, r) == y.numel() && y.rank() >= 2 &&
-                     y.dim(y.rank() - 1) == yd[r - 1] &&
-                     y.dim(y.rank() - 2) == yd[r - 2],
-                 op, ": Y ", shapeStr(y.dims), " does not hold the product ",
-                 shapeStr(yd));
-  if (y.numel() == 0)
-    return ok();
-  if (ad[r - 1] == 0) {
-    std::memset(y.data, 0, sizeof(float) * y.numel());
-    return ok();
-  }
-  uint32_t alphaBits;
-  std::memcpy(&alphaBits, &alpha, 4);
-  return guard(op, [&] {
-    memory::desc aMd(memory::dims(ad.begin(), ad.end()), f32,
-                     memory::dims(as.begin(), as.end()));
-    memory::desc bMd(memory::dims(bd.begin(), bd.end()), f32,
-                     memory::dims(bs.begin(), bs.end()));
-    memory::desc yMd = plainMd(yd);
-    std::vector<int64_t> k = ad;
-    k.insert(k.end(), bd.begin(), bd.end());
-    Primitive p = getPrimitive(
-        key(op, {(int64_t)r, transA != 0, transB != 0, (int64_t)alphaBits}, k),
-        [&] {
-          dnnl::primitive_attr attr = userScratchpadAttr();
-          if (alpha != 1.0f)
-            attr.set_output_scales(0, {alpha});
-          dnnl::matmul::desc d(aMd, bMd, yMd);
-          dnnl::matmul::primitive_desc pd(d, attr, engine());
-          return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};
-        });
-    execute(ctx, p,
-            {{DNNL_ARG_SRC, mem(aMd, a.data)},
-             {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
-             {DNNL_ARG_DST, mem(yMd, y.data)}});
-    return ok();
-  });
+  return matmulImpl(ctx, op, a, b, y, ad, as, bd, bs, alpha,
+                    /*keepsLastTwo=*/true,
+                    concat(" transA=", transA, " transB=", transB));
 }
 
 int32_t comet_rt_cpu_layer_norm(
