@@ -168,7 +168,7 @@ struct Plan {
 /// The parameter whose gradient `consumer` forms: the accumulation buffer
 /// (`<param>_grad.accumulation.buffer`) that its weight-gradient result
 /// reaches through a few ops, else "".
-std::string paramOf(onnx::SavedActivationOpInterface consumer) {
+std::string weightGradParamOf(onnx::SavedActivationOpInterface consumer) {
   std::optional<unsigned> gradResult = consumer.getWeightGradResult();
   if (!gradResult || *gradResult >= consumer->getNumResults())
     return "";
@@ -196,6 +196,84 @@ std::string paramOf(onnx::SavedActivationOpInterface consumer) {
       for (Value r : op->getResults())
         for (Operation *u : r.getUsers())
           work.push_back({u, depth + 1});
+  }
+  return "";
+}
+
+/// Ops that move or view values without computing: the paths between an
+/// activation gradient and the weight gradient that reads its result.
+bool isLayoutOp(Operation *op) {
+  return isa<onnx::TransposeOp, onnx::ReshapeOp, onnx::IdentityOp, onnx::CastOp,
+             onnx::SqueezeOp, onnx::UnsqueezeOp>(op);
+}
+
+/// Whether `v` is a trainable parameter, possibly seen through a few
+/// layout ops (ORT transposes weights for the input gradient's MatMul): an
+/// argument that has a `<name>_grad.accumulation.buffer` beside it.
+bool isParameter(Value v) {
+  for (unsigned i = 0; i < 4; ++i) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      break;
+    if (!isLayoutOp(def))
+      return false;
+    v = def->getOperand(0);
+  }
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return false;
+  auto f = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  if (!f)
+    return false;
+  auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name");
+  if (!name)
+    return false;
+  std::string buffer = (name.getValue() + "_grad.accumulation.buffer").str();
+  for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+    if (auto n = f.getArgAttrOfType<StringAttr>(i, "onnx.name");
+        n && n.getValue() == buffer)
+      return true;
+  return false;
+}
+
+/// The parameter the error of `consumer`'s saved activation reaches first.
+/// A weight-gradient op (Gemm, Conv...) forms it itself. An activation
+/// gradient (BiasGeluGrad_dX, SoftmaxGrad_13, SigmoidGrad...) forms none:
+/// its dX is the output gradient of the next weight gradient, the op that
+/// reads dX (through layout ops) beside a saved activation that is not a
+/// parameter (the input gradient reads dX beside the weight); its
+/// parameter is returned, else "". Errors that reach a weight only through
+/// other gradients (the attention's softmax) keep "".
+std::string paramOf(onnx::SavedActivationOpInterface consumer) {
+  if (consumer.getWeightGradResult())
+    return weightGradParamOf(consumer);
+  SmallVector<std::pair<Value, unsigned>> work;
+  for (Value r : consumer->getResults())
+    work.push_back({r, 0});
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  for (size_t i = 0; i < work.size(); ++i) {
+    auto [v, depth] = work[i];
+    for (OpOperand &use : v.getUses()) {
+      Operation *u = use.getOwner();
+      if (!seen.insert(u).second)
+        continue;
+      auto next = dyn_cast<onnx::SavedActivationOpInterface>(u);
+      if (next && next.getWeightGradResult()) {
+        for (unsigned a = 0; a < u->getNumOperands(); ++a) {
+          Value act = u->getOperand(a);
+          if (a == use.getOperandNumber() || isParameter(act) ||
+              !next.getSavedActivationKind(a) ||
+              next.getOutputGradOperand(a) != use.getOperandNumber())
+            continue;
+          std::string p = weightGradParamOf(next);
+          if (!p.empty())
+            return p;
+        }
+      }
+      if (depth < 4 && isLayoutOp(u))
+        for (Value r : u->getResults())
+          work.push_back({r, depth + 1});
+    }
   }
   return "";
 }

@@ -297,3 +297,48 @@ func.func @budget(%x: tensor<1024xf32> {onnx.name = "x"}, %y: tensor<256xf32> {o
   %gc = "onnx.ReluGrad"(%p, %c) : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32> loc("c_Grad")
   return %ga2, %gb, %gc : tensor<1024xf32>, tensor<256xf32>, tensor<256xf32>
 }
+
+// -----
+
+// An activation gradient forms no weight gradient; the tuner's parameter
+// for its saved activation is the weight gradient its dX reaches through
+// layout ops: linear1's Gemm (through a Reshape), not the input gradient's
+// FusedMatMul with the transposed weight, whose result would lead on to
+// linear0.weight.
+// CHECK-LABEL: func.func @gelu_next_weight
+// SZ-LABEL: func.func @gelu_next_weight
+// BIG-LABEL: func.func @gelu_next_weight
+// BUDGET1-LABEL: func.func @gelu_next_weight
+// BUDGET2-LABEL: func.func @gelu_next_weight
+// CHECK: %[[H:.*]] = onnx.Gemm(%{{.*}}, %arg2,
+// CHECK: comet.compress %[[H]] bound <{{.*}}> {comet.tune = [#comet.consumer<kind = gemm, param = "linear1.weight",
+// CHECK: onnx.BiasGeluGrad_dX
+func.func @gelu_next_weight(%x0: tensor<4x8xf32> {onnx.name = "input"},
+    %w0: tensor<8x8xf32> {onnx.name = "linear0.weight"},
+    %w1: tensor<16x8xf32> {onnx.name = "linear1.weight"},
+    %b1: tensor<16xf32> {onnx.name = "linear1.bias"},
+    %w2: tensor<3x16xf32> {onnx.name = "linear2.weight"},
+    %dl: tensor<4x3xf32> {onnx.name = "dl"},
+    %acc0: tensor<8x8xf32> {onnx.name = "linear0.weight_grad.accumulation.buffer"},
+    %acc1: tensor<16x8xf32> {onnx.name = "linear1.weight_grad.accumulation.buffer"},
+    %reset: tensor<1xi1> {onnx.name = "lazy_reset_grad"})
+    -> (tensor<4x3xf32>, tensor<1xi1>, tensor<1xi1>) {
+  %none = onnx.NoValue
+  %x = onnx.Gemm(%x0, %w0, %none) {transB = 1 : i64} : (tensor<4x8xf32>, tensor<8x8xf32>, none) -> tensor<4x8xf32>
+  %h = onnx.Gemm(%x, %w1, %none) {transB = 1 : i64} : (tensor<4x8xf32>, tensor<16x8xf32>, none) -> tensor<4x16xf32>
+  %g = onnx.BiasGelu(%h, %b1) : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %z = onnx.Gemm(%g, %w2, %none) {transB = 1 : i64} : (tensor<4x16xf32>, tensor<3x16xf32>, none) -> tensor<4x3xf32>
+  %r = onnx.Relu(%z) : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %a = onnx.Add(%r, %z) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %dg = onnx.Gemm(%dl, %w2, %none) {beta = 0.0 : f32} : (tensor<4x3xf32>, tensor<3x16xf32>, none) -> tensor<4x16xf32>
+  %dh = onnx.BiasGeluGrad_dX(%dg, %h, %b1) : (tensor<4x16xf32>, tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %s = onnx.Constant {value = dense<[4, 16]> : tensor<2xi64>} : tensor<2xi64>
+  %dhr = onnx.Reshape(%dh, %s) : (tensor<4x16xf32>, tensor<2xi64>) -> tensor<4x16xf32>
+  %dw1 = onnx.Gemm(%dhr, %x, %none) {transA = 1 : i64, beta = 0.0 : f32} : (tensor<4x16xf32>, tensor<4x8xf32>, none) -> tensor<16x8xf32>
+  %wt = onnx.Transpose(%w1) {perm = array<i64: 1, 0>} : (tensor<16x8xf32>) -> tensor<8x16xf32>
+  %dx = onnx.FusedMatMul(%dh, %wt) {transB = 1 : i64} : (tensor<4x16xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+  %dw0 = onnx.Gemm(%dx, %x0, %none) {transA = 1 : i64, beta = 0.0 : f32} : (tensor<4x8xf32>, tensor<4x8xf32>, none) -> tensor<8x8xf32>
+  %u0, %o0 = onnx.InPlaceAccumulatorV2(%acc0, %dw0, %reset) : (tensor<8x8xf32>, tensor<8x8xf32>, tensor<1xi1>) -> (tensor<1xi1>, none)
+  %u1, %o1 = onnx.InPlaceAccumulatorV2(%acc1, %dw1, %reset) : (tensor<16x8xf32>, tensor<16x8xf32>, tensor<1xi1>) -> (tensor<1xi1>, none)
+  return %a, %u0, %u1 : tensor<4x3xf32>, tensor<1xi1>, tensor<1xi1>
+}

@@ -7,17 +7,20 @@
 // pixels x c^2 (c = 1 for sigmoid, 2 for tanh) and R = 1 (dense):
 // sigmoid [32,8,28,28]: N = 32 * 784 = 25088; tanh [32,16,14,14]:
 // N = 32 * 196 * 4 = 25088; both eb = 0.0173205 / sqrt(25088) = 1.0935e-4.
+// Their consumers form no weight gradient; the tuner's parameter is the
+// one their dX reaches first: the ConvGrad of the conv before each
+// (features.0, features.3).
 // The Pad output that AveragePool reads gets nothing (AveragePoolGrad reads
 // only dY); the pool output that conv2's ConvGrad reads is an ordinary
 // conv input (N = 32 * 14 * 14, R = 0.5: eb = 0.0173205 / 56 = 3.0929e-4).
 // CHECK: %[[S:.*]] = onnx.Sigmoid(
 // CHECK: %[[P:.*]] = onnx.Pad(%[[S]],
 // CHECK-NOT: comet.compress %[[P]]
-// CHECK: comet.compress %[[S]] bound <abs = 1.09352220659{{[0-9]*}}E-4, slot = 0> {comet.tune = [#comet.consumer<kind = gemm, param = "", terms = 2.508800e+04, reuse = 1.000000e+00, elements = 200704>]} : tensor<?x8x28x28xf32> -> !comet.compressed<tensor<?x8x28x28xf32>, sz>
+// CHECK: comet.compress %[[S]] bound <abs = 1.09352220659{{[0-9]*}}E-4, slot = 0> {comet.tune = [#comet.consumer<kind = gemm, param = "features.0.weight", terms = 2.508800e+04, reuse = 1.000000e+00, elements = 200704>]} : tensor<?x8x28x28xf32> -> !comet.compressed<tensor<?x8x28x28xf32>, sz>
 // CHECK: %[[A:.*]] = onnx.AveragePool(%[[P]])
 // CHECK: comet.compress %[[A]] bound <abs = 3.09294787065{{[0-9]*}}E-4, slot = 1> {comet.tune = [#comet.consumer<kind = conv, param = "features.3.weight"
 // CHECK: %[[T:.*]] = onnx.Tanh(
-// CHECK: comet.compress %[[T]] bound <abs = 1.09352220659{{[0-9]*}}E-4, slot = 2> {comet.tune = [#comet.consumer<kind = gemm, param = "", terms = 2.508800e+04, reuse = 1.000000e+00, elements = 100352>]} : tensor<?x16x14x14xf32> -> !comet.compressed<tensor<?x16x14x14xf32>, sz>
+// CHECK: comet.compress %[[T]] bound <abs = 1.09352220659{{[0-9]*}}E-4, slot = 2> {comet.tune = [#comet.consumer<kind = gemm, param = "features.3.weight", terms = 2.508800e+04, reuse = 1.000000e+00, elements = 100352>]} : tensor<?x16x14x14xf32> -> !comet.compressed<tensor<?x16x14x14xf32>, sz>
 // CHECK: %[[DT:.*]] = comet.decompress %{{.*}} : !comet.compressed<tensor<?x16x14x14xf32>, sz>
 // CHECK: onnx.TanhGrad(%{{.*}}, %[[DT]]) {comet.observe = [#comet.observe<slot = 2, consumer = 0, grad = 0>]}
 // CHECK: %[[DS:.*]] = comet.decompress %{{.*}} : !comet.compressed<tensor<?x8x28x28xf32>, sz>
