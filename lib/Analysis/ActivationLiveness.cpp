@@ -114,9 +114,7 @@ StringRef comet::getOpType(Operation *op) {
 
 static bool isGradOpType(StringRef t) { return t.ends_with("Grad"); }
 
-/// Ops that only move data around: a use through them counts as the use of
-/// their result.
-static bool isLayoutOp(StringRef t) {
+bool comet::isLayoutOpType(StringRef t) {
   return t == "Transpose" || t == "Reshape" || t == "Flatten" ||
          t == "Squeeze" || t == "Unsqueeze" || t == "Identity";
 }
@@ -395,6 +393,12 @@ void ActivationLiveness::build() {
       vi.category = ValueCategory::Other;
     else if (vi.gradientFlow)
       vi.category = ValueCategory::Gradient;
+    else if (int in = getId(o->getOperand(0));
+             isLayoutOpType(getOpType(o)) && in >= 0 &&
+             values[in].category == ValueCategory::Parameter)
+      // A weight seen through a layout op (ORT transposes weights for the
+      // input gradient's MatMul): not an activation to compress.
+      vi.category = ValueCategory::Parameter;
     else
       vi.category = ValueCategory::Activation;
   }
@@ -422,7 +426,7 @@ void ActivationLiveness::build() {
         return toConsumerKind(*k);
       return ConsumerKind::Other;
     }
-    if (isLayoutOp(t) && i == 0 && user->getNumResults() == 1) {
+    if (isLayoutOpType(t) && i == 0 && user->getNumResults() == 1) {
       auto it = throughLayout.find(user->getResult(0));
       if (it != throughLayout.end())
         return it->second;
@@ -440,7 +444,7 @@ void ActivationLiveness::build() {
         mixed = true;
       common = u.kind;
     }
-    if (vi.def >= 0 && isLayoutOp(getOpType(schedule[vi.def])))
+    if (vi.def >= 0 && isLayoutOpType(getOpType(schedule[vi.def])))
       throughLayout[vi.value] =
           (!common || mixed) ? ConsumerKind::Other : *common;
   }

@@ -72,6 +72,10 @@ llvm::StringRef stringifyConsumerKind(ConsumerKind k);
 /// The op type that classifies an op by name: its name without the dialect
 /// prefix ("onnx.Transpose" -> "Transpose").
 llvm::StringRef getOpType(mlir::Operation *op);
+/// Ops that only move data around (Transpose, Reshape, Flatten, Squeeze,
+/// Unsqueeze, Identity): a use through them counts as the use of their
+/// result, and a view of a parameter through them is a parameter.
+bool isLayoutOpType(llvm::StringRef opType);
 
 struct LivenessOptions {
   /// The size that every dynamic dimension (`?`) takes.

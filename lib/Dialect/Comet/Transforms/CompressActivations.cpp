@@ -200,51 +200,21 @@ std::string weightGradParamOf(onnx::SavedActivationOpInterface consumer) {
   return "";
 }
 
-/// Ops that move or view values without computing: the paths between an
-/// activation gradient and the weight gradient that reads its result.
-bool isLayoutOp(Operation *op) {
-  return isa<onnx::TransposeOp, onnx::ReshapeOp, onnx::IdentityOp, onnx::CastOp,
-             onnx::SqueezeOp, onnx::UnsqueezeOp>(op);
-}
-
-/// Whether `v` is a trainable parameter, possibly seen through a few
-/// layout ops (ORT transposes weights for the input gradient's MatMul): an
-/// argument that has a `<name>_grad.accumulation.buffer` beside it.
-bool isParameter(Value v) {
-  for (unsigned i = 0; i < 4; ++i) {
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      break;
-    if (!isLayoutOp(def))
-      return false;
-    v = def->getOperand(0);
-  }
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg)
-    return false;
-  auto f = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
-  if (!f)
-    return false;
-  auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name");
-  if (!name)
-    return false;
-  std::string buffer = (name.getValue() + "_grad.accumulation.buffer").str();
-  for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
-    if (auto n = f.getArgAttrOfType<StringAttr>(i, "onnx.name");
-        n && n.getValue() == buffer)
-      return true;
-  return false;
-}
-
 /// The parameter the error of `consumer`'s saved activation reaches first.
 /// A weight-gradient op (Gemm, Conv...) forms it itself. An activation
 /// gradient (BiasGeluGrad_dX, SoftmaxGrad_13, SigmoidGrad...) forms none:
 /// its dX is the output gradient of the next weight gradient, the op that
-/// reads dX (through layout ops) beside a saved activation that is not a
-/// parameter (the input gradient reads dX beside the weight); its
+/// reads dX (through layout ops) beside a saved activation that the
+/// liveness analysis does not count as a parameter (the input gradient
+/// reads dX beside the transposed weight); its
 /// parameter is returned, else "". Errors that reach a weight only through
 /// other gradients (the attention's softmax) keep "".
-std::string paramOf(onnx::SavedActivationOpInterface consumer) {
+std::string paramOf(const ActivationLiveness &la,
+                    onnx::SavedActivationOpInterface consumer) {
+  auto isParameter = [&](Value v) {
+    int id = la.getId(v);
+    return id >= 0 && la.getValue(id).category == ValueCategory::Parameter;
+  };
   if (consumer.getWeightGradResult())
     return weightGradParamOf(consumer);
   SmallVector<std::pair<Value, unsigned>> work;
@@ -270,7 +240,7 @@ std::string paramOf(onnx::SavedActivationOpInterface consumer) {
             return p;
         }
       }
-      if (depth < 4 && isLayoutOp(u))
+      if (depth < 4 && isLayoutOpType(getOpType(u)))
         for (Value r : u->getResults())
           work.push_back({r, depth + 1});
     }
@@ -487,9 +457,9 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
       nonZero = 1;
       gain = s.invStd.value_or(invStdPrior);
     }
-    plan.tune.push_back(
-        ConsumerAttr::get(consumer->getContext(), toWeightGradKind(*form),
-                          paramOf(consumer), numTerms, reuse, v.numElements));
+    plan.tune.push_back(ConsumerAttr::get(
+        consumer->getContext(), toWeightGradKind(*form), paramOf(la, consumer),
+        numTerms, reuse, v.numElements));
     plan.tuneOps.push_back(consumer);
     double e;
     if (rule == BoundRule::Acgc) {

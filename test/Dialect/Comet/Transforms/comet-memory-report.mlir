@@ -217,3 +217,25 @@ func.func @mask_not_fused(%x: tensor<4096xf32> {onnx.name = "x"}, %dy: tensor<40
   %g4 = "onnx.ReluGrad"(%g3, %d3) : (tensor<4096xf32>, tensor<4096xf32>) -> tensor<4096xf32> loc("a3_Grad2")
   return %s1, %g2, %g3, %g4 : tensor<4096xf32>, tensor<4096xf32>, tensor<4096xf32>, tensor<4096xf32>
 }
+
+// -----
+
+// A weight seen through a layout op (ORT transposes weights for the input
+// gradient's MatMul) is a parameter, not an activation: wt, held from the
+// forward MatMul to the backward one, is no candidate.
+
+// CHECK-LABEL: comet memory report: @transposed_weight
+// CHECK: long-lived candidates (min-bytes=0, min-distance=3): 0, 0 B
+// CHECK: wt parameter
+func.func @transposed_weight(%x: tensor<4x16xf32> {onnx.name = "input"},
+    %w: tensor<8x16xf32> {onnx.name = "fc.weight"},
+    %acc: tensor<8x16xf32> {onnx.name = "fc.weight_grad.accumulation.buffer"},
+    %dy: tensor<4x8xf32> {onnx.name = "dy"}) -> (tensor<4x8xf32>, tensor<4x16xf32>) {
+  %wt = "onnx.Transpose"(%w) {perm = array<i64: 1, 0>} : (tensor<8x16xf32>) -> tensor<16x8xf32> loc("wt")
+  %y = "onnx.MatMul"(%x, %wt) : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32> loc("fc")
+  %r = "onnx.Relu"(%y) : (tensor<4x8xf32>) -> tensor<4x8xf32> loc("relu")
+  %a = "onnx.Add"(%r, %y) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("add")
+  %b = "onnx.Add"(%a, %r) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> loc("add2")
+  %dx = "onnx.FusedMatMul"(%dy, %wt) {transB = 1 : i64} : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32> loc("fc_Grad/FusedMatMul")
+  return %b, %dx : tensor<4x8xf32>, tensor<4x16xf32>
+}
