@@ -312,21 +312,7 @@ int32_t comet_rt_cpu_gemm(comet_rt_context *ctx, comet_rt_memref *am,
   }
   if (m == 0 || n == 0)
     return ok();
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        y.f()[i * n + j] =
-            useC
-                ? beta *
-                      c.f()[(cRows == 1 ? 0 : i) * cCols + (cCols == 1 ? 0 : j)]
-                : 0.0f;
-    return ok();
-  }
-  memory::desc aMd({m, k}, f32,
-                   transA ? memory::dims{1, m} : memory::dims{k, 1});
-  memory::desc bMd({k, n}, f32,
-                   transB ? memory::dims{1, k} : memory::dims{n, 1});
-  memory::desc yMd({m, n}, f32, tag::ab);
+  // Y starts as C broadcast, which the matmul's sum post-op scales by beta.
   if (useC) {
     float *yd = y.f();
     const float *cd = c.f();
@@ -335,32 +321,20 @@ int32_t comet_rt_cpu_gemm(comet_rt_context *ctx, comet_rt_memref *am,
       for (int64_t j = 0; j < n; ++j)
         yd[i * n + j] = cd[(cRows == 1 ? 0 : i) * cCols + (cCols == 1 ? 0 : j)];
   }
-  uint32_t alphaBits, betaBits;
-  std::memcpy(&alphaBits, &alpha, 4);
-  std::memcpy(&betaBits, &beta, 4);
-  return guard(op, [&] {
-    Primitive p = getPrimitive(
-        key(op, {m, k, n, transA != 0, transB != 0, (int64_t)alphaBits,
-                 useC ? (int64_t)betaBits : -1}),
-        [&] {
-          dnnl::primitive_attr attr = userScratchpadAttr();
-          if (alpha != 1.0f)
-            attr.set_output_scales(0, {alpha});
-          if (useC) {
-            dnnl::post_ops po;
-            po.append_sum(beta);
-            attr.set_post_ops(po);
-          }
-          dnnl::matmul::desc d(aMd, bMd, yMd);
-          dnnl::matmul::primitive_desc pd(d, attr, engine());
-          return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};
-        });
-    execute(ctx, p,
-            {{DNNL_ARG_SRC, mem(aMd, a.data)},
-             {DNNL_ARG_WEIGHTS, mem(bMd, b.data)},
-             {DNNL_ARG_DST, mem(yMd, y.data)}});
-    return ok();
-  });
+  std::vector<int64_t> ad = a.dims, as = plainStrides(ad), bd = b.dims,
+                       bs = plainStrides(bd);
+  if (transA) {
+    std::swap(ad[0], ad[1]);
+    std::swap(as[0], as[1]);
+  }
+  if (transB) {
+    std::swap(bd[0], bd[1]);
+    std::swap(bs[0], bs[1]);
+  }
+  return matmulImpl(ctx, op, a, b, y, ad, as, bd, bs, alpha,
+                    /*keepsLastTwo=*/true,
+                    concat(" transA=", transA, " transB=", transB),
+                    useC ? std::optional<float>(beta) : std::nullopt);
 }
 
 int32_t comet_rt_cpu_matmul(comet_rt_context *ctx, comet_rt_memref *am,
@@ -580,13 +554,12 @@ std::vector<int64_t> plainStrides(const std::vector<int64_t> &d) {
   return s;
 }
 
-int32_t matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
-                   const Tensor &b, const Tensor &y,
-                   const std::vector<int64_t> &ad,
-                   const std::vector<int64_t> &as,
-                   const std::vector<int64_t> &bd,
-                   const std::vector<int64_t> &bs, float alpha,
-                   bool keepsLastTwo, const std::string &opts) {
+int32_t
+matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
+           const Tensor &b, const Tensor &y, const std::vector<int64_t> &ad,
+           const std::vector<int64_t> &as, const std::vector<int64_t> &bd,
+           const std::vector<int64_t> &bs, float alpha, bool keepsLastTwo,
+           const std::string &opts, std::optional<float> sumBeta) {
   size_t r = ad.size();
   COMET_RT_CHECK(r >= 2 && bd.size() == r, op, ": operands of ",
                  shapeStr(a.dims), " and ", shapeStr(b.dims));
@@ -614,11 +587,16 @@ int32_t matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
   if (yn == 0)
     return ok();
   if (ad[r - 1] == 0) {
-    std::memset(y.data, 0, sizeof(float) * yn);
+    // An empty sum: Y = beta * Y, or 0.
+    float *py = y.f();
+    for (int64_t i = 0; i < yn; ++i)
+      py[i] = sumBeta ? *sumBeta * py[i] : 0.0f;
     return ok();
   }
-  uint32_t alphaBits;
+  uint32_t alphaBits, betaBits = 0;
   std::memcpy(&alphaBits, &alpha, 4);
+  if (sumBeta)
+    std::memcpy(&betaBits, &*sumBeta, 4);
   std::vector<int64_t> k = ad;
   for (const auto *v : {&as, &bd, &bs})
     k.insert(k.end(), v->begin(), v->end());
@@ -629,11 +607,19 @@ int32_t matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
     memory::desc bMd(memory::dims(bd.begin(), bd.end()), f32,
                      memory::dims(bs.begin(), bs.end()));
     memory::desc yMd = plainMd(yd);
-    Primitive p =
-        getPrimitive(key(op, {(int64_t)r, (int64_t)alphaBits}, k), [&] {
+    Primitive p = getPrimitive(
+        key(op,
+            {(int64_t)r, (int64_t)alphaBits, sumBeta ? (int64_t)betaBits : -1},
+            k),
+        [&] {
           dnnl::primitive_attr attr = userScratchpadAttr();
           if (alpha != 1.0f)
             attr.set_output_scales(0, {alpha});
+          if (sumBeta) {
+            dnnl::post_ops po;
+            po.append_sum(*sumBeta);
+            attr.set_post_ops(po);
+          }
           dnnl::matmul::desc d(aMd, bMd, yMd);
           dnnl::matmul::primitive_desc pd(d, attr, engine());
           return Primitive{dnnl::matmul(pd), pd.scratchpad_desc()};

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -60,6 +61,8 @@ int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
 /// it must also end in the product's last two dims (it may drop leading
 /// 1s), without it only the count is checked (numpy's rank-1 MatMul drops
 /// a promoted dim). opts are the kernel's attributes, for error messages.
+/// With sumBeta, Y = alpha * A' x B' + sumBeta * Y (Gemm's C, which the
+/// caller has put into Y).
 /// Row-major strides of dims.
 std::vector<int64_t> plainStrides(const std::vector<int64_t> &d);
 int32_t matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
@@ -68,7 +71,8 @@ int32_t matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
                    const std::vector<int64_t> &as,
                    const std::vector<int64_t> &bd,
                    const std::vector<int64_t> &bs, float alpha,
-                   bool keepsLastTwo, const std::string &opts);
+                   bool keepsLastTwo, const std::string &opts,
+                   std::optional<float> sumBeta = std::nullopt);
 
 int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
                     const Tensor &y, int64_t axis, bool log);
