@@ -544,6 +544,22 @@ int32_t softmaxImpl(comet_rt_context *ctx, const char *op, const Tensor &x,
 }
 
 /// Y = f(X) by a oneDNN eltwise primitive over the flat tensor.
+int64_t product(const std::vector<int64_t> &d, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i)
+    p *= d[i];
+  return p;
+}
+
+int32_t unaryViews(const char *op, comet_rt_memref *xm, comet_rt_memref *ym,
+                   Tensor &x, Tensor &y) {
+  COMET_RT_TRY(view(xm, 4, concat(op, " X").c_str(), x));
+  COMET_RT_TRY(view(ym, 4, concat(op, " Y").c_str(), y));
+  COMET_RT_CHECK(x.dims == y.dims, op, ": X ", shapeStr(x.dims), " and Y ",
+                 shapeStr(y.dims), " differ");
+  return ok();
+}
+
 std::vector<int64_t> plainStrides(const std::vector<int64_t> &d) {
   std::vector<int64_t> s(d.size());
   int64_t acc = 1;
@@ -575,9 +591,7 @@ matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,
                  shapeStr(a.dims), " B ", shapeStr(b.dims), opts);
   yd[r - 2] = ad[r - 2];
   yd[r - 1] = bd[r - 1];
-  int64_t yn = 1;
-  for (int64_t v : yd)
-    yn *= v;
+  int64_t yn = product(yd, 0, r);
   COMET_RT_CHECK(yn == y.numel() &&
                      (!keepsLastTwo ||
                       (y.rank() >= 2 && y.dim(y.rank() - 1) == yd[r - 1] &&
@@ -684,10 +698,7 @@ int32_t eltwiseForward(comet_rt_context *ctx, const char *op,
                        dnnl::algorithm alg, comet_rt_memref *xm,
                        comet_rt_memref *ym) {
   Tensor x, y;
-  COMET_RT_TRY(view(xm, 4, concat(op, " X").c_str(), x));
-  COMET_RT_TRY(view(ym, 4, concat(op, " Y").c_str(), y));
-  COMET_RT_CHECK(x.dims == y.dims, op, ": X ", shapeStr(x.dims), " and Y ",
-                 shapeStr(y.dims), " differ");
+  COMET_RT_TRY(unaryViews(op, xm, ym, x, y));
   return eltwiseImpl(ctx, op, alg, 0.f, 0.f, x, y);
 }
 

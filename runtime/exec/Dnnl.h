@@ -63,6 +63,11 @@ int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
 /// a promoted dim). opts are the kernel's attributes, for error messages.
 /// With sumBeta, Y = alpha * A' x B' + sumBeta * Y (Gemm's C, which the
 /// caller has put into Y).
+/// The product of d[from, to).
+int64_t product(const std::vector<int64_t> &d, size_t from, size_t to);
+/// Views of an elementwise op's f32 X and Y, which must share a shape.
+int32_t unaryViews(const char *op, comet_rt_memref *xm, comet_rt_memref *ym,
+                   Tensor &x, Tensor &y);
 /// Row-major strides of dims.
 std::vector<int64_t> plainStrides(const std::vector<int64_t> &d);
 int32_t matmulImpl(comet_rt_context *ctx, const char *op, const Tensor &a,

@@ -21,22 +21,6 @@ using dnnl::memory;
 
 namespace {
 
-int64_t product(const std::vector<int64_t> &d, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i)
-    p *= d[i];
-  return p;
-}
-
-int32_t unary(const char *op, comet_rt_memref *xm, comet_rt_memref *ym,
-              Tensor &x, Tensor &y) {
-  COMET_RT_TRY(view(xm, 4, concat(op, " X").c_str(), x));
-  COMET_RT_TRY(view(ym, 4, concat(op, " Y").c_str(), y));
-  COMET_RT_CHECK(x.dims == y.dims, op, ": X ", shapeStr(x.dims), " and Y ",
-                 shapeStr(y.dims), " differ");
-  return ok();
-}
-
 /// A normalized axis of a rank-r tensor, or an error.
 int32_t normAxis(const char *op, int64_t axis, int64_t r, int64_t &out) {
   COMET_RT_CHECK(axis >= -r && axis < r, op, ": axis ", axis,
@@ -185,7 +169,7 @@ int32_t comet_rt_cpu_erf(comet_rt_context *, comet_rt_memref *xm,
                          comet_rt_memref *ym) {
   // oneDNN has erf only inside gelu_erf: a loop.
   Tensor x, y;
-  COMET_RT_TRY(unary("erf", xm, ym, x, y));
+  COMET_RT_TRY(unaryViews("erf", xm, ym, x, y));
   const float *px = x.f();
   float *py = y.f();
   int64_t n = x.numel();

@@ -22,13 +22,6 @@ static constexpr auto f32 = dnnl::memory::data_type::f32;
 
 namespace {
 
-int64_t product(const std::vector<int64_t> &d, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i)
-    p *= d[i];
-  return p;
-}
-
 /// Rows (dims before axis) and row length (dims from axis) of x.
 int32_t rowsOf(const char *op, const Tensor &x, int64_t &axis, int64_t &rows,
                int64_t &cols) {
