@@ -313,15 +313,22 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     llvm::ArrayRef<float> gr = reference.gradient(c.param);
     if (gc.size() != gr.size() || gc.empty())
       return err("the gradient of " + c.param + " differs in size");
-    double sum = 0, sq = 0;
+    double sum = 0, sq = 0, dot = 0, gsq = 0;
     for (size_t i = 0; i < gc.size(); ++i) {
       double d = double(gc[i]) - double(gr[i]);
       sum += d;
       sq += d * d;
+      dot += d * double(gr[i]);
+      gsq += double(gr[i]) * double(gr[i]);
     }
     m.weightElements = static_cast<int64_t>(gc.size());
     m.measuredMean = sum / gc.size();
     m.measuredStd = std::sqrt(sq / gc.size());
+    m.gradRms = std::sqrt(gsq / gc.size());
+    if (gsq > 0)
+      m.errorProjection = dot / gsq;
+    if (gsq > 0 && sq > 0)
+      m.errorCosine = dot / std::sqrt(gsq * sq);
     out.push_back(std::move(m));
   }
   for (auto [slot, eb] : saved)

@@ -174,9 +174,10 @@ def run_one(args, model, label, config_args, seed):
               "final_eb": s["eb_history"][-1]["eb"] if s["eb_history"]
               else None}
              for s in r["slots"]]
-    error_model = [{k: m[k] for k in (
+    error_model = [{k: m.get(k) for k in (
         "slot", "value", "param", "eb", "measured_std",
-        "predicted_std_coherent", "ratio_coherent")}
+        "predicted_std_coherent", "ratio_coherent", "weight_elements",
+        "error_projection", "error_cosine")}
         for m in r.get("error_model", [])]
     return {"model": model_name(model), "config": label, "seed": seed,
             **summary(r),
@@ -204,15 +205,20 @@ def analyse(runs, configs):
             loss = paired([base[s]["final_loss"] for s in seeds],
                           [rows[s]["final_loss"] for s in seeds])
             ratios = [rows[s]["compression_ratio"] for s in seeds]
-            em = {}
+            em, cos = {}, {}
             for s in seeds:
                 for m in rows[s].get("error_model", []):
-                    em.setdefault(f"{m['value']} -> {m['param']}", []).append(
-                        m["ratio_coherent"])
+                    key = f"{m['value']} -> {m['param']}"
+                    em.setdefault(key, []).append(m["ratio_coherent"])
+                    if m.get("error_cosine") is not None:
+                        cos.setdefault(key, []).append(m["error_cosine"])
             out.append({
                 "model": model, "config": label, "seeds": seeds,
                 "error_model_ratio": {k: sum(v) / len(v)
                                       for k, v in em.items()},
+                # Per seed: an error biased along the gradient gives a
+                # cosine far outside +-1/sqrt(weight elements).
+                "error_cosine": cos,
                 "accuracy": [rows[s]["test_accuracy"] for s in seeds],
                 "accuracy_change_pp": acc,
                 "final_loss_change": loss,
@@ -242,8 +248,11 @@ def table(rows):
     em = [(r, k, v) for r in rows
           for k, v in r.get("error_model_ratio", {}).items()]
     if em:
-        lines += ["", "gradient error measured / predicted (mean over seeds)"]
-        lines += [f"{r['model']:8} {r['config']:22} {k:32} {v:6.2f}"
+        lines += ["", "gradient error measured / predicted (mean over seeds); "
+                  "cosine of the error with the gradient, per seed"]
+        lines += [f"{r['model']:8} {r['config']:22} {k:32} {v:6.2f}  "
+                  + " ".join(f"{c:+.3f}" for c in
+                             r.get("error_cosine", {}).get(k, []))
                   for r, k, v in em]
     return "\n".join(lines)
 

@@ -86,6 +86,18 @@ def test_analyse_pairs_by_seed():
     assert "static" in text and "+0.00" in text
 
 
+def test_analyse_collects_the_error_model_per_seed():
+    em = lambda cos: [{"value": "x", "param": "w", "ratio_coherent": 1.5,
+                       "error_cosine": cos}]
+    runs = [run_row("none", 1, 0.8), run_row("none", 2, 0.8),
+            {**run_row("static", 1, 0.8), "error_model": em(-0.25)},
+            {**run_row("static", 2, 0.8), "error_model": em(0.125)}]
+    st = fidelity.analyse(runs, ["static"])[0]
+    assert st["error_model_ratio"] == {"x -> w": 1.5}
+    assert st["error_cosine"] == {"x -> w": [-0.25, 0.125]}
+    assert "x -> w" in fidelity.table([st]) and "-0.250 +0.125" in fidelity.table([st])
+
+
 def smoke(tmp_path, *extra):
     if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
         pytest.skip("dataset-fashion-mnist is not installed")

@@ -402,6 +402,9 @@ int main(int argc, char **argv) {
           {"predicted_std_coherent", m.predictedStdCoherent},
           {"measured_std", m.measuredStd},
           {"measured_mean", m.measuredMean},
+          {"grad_rms", m.gradRms},
+          {"error_projection", m.errorProjection},
+          {"error_cosine", m.errorCosine},
           {"ratio", m.predictedStd > 0 ? m.measuredStd / m.predictedStd : 0},
           {"ratio_rms",
            m.predictedStdRms > 0 ? m.measuredStd / m.predictedStdRms : 0},
@@ -414,7 +417,8 @@ int main(int argc, char **argv) {
         outs() << format(
             "error model: slot %ld (%s -> %s) eb %.3g measured "
             "%.4g predicted %.4g (ratio %.3f; with RMS dY %.3f; masked "
-            "%.3f; masked + coherent %.3f)\n",
+            "%.3f; masked + coherent %.3f); cosine with the gradient %+.4f "
+            "(noise ~%.4f)\n",
             m.slot, m.value.c_str(), m.param.c_str(), m.eb, m.measuredStd,
             m.predictedStd,
             m.predictedStd > 0 ? m.measuredStd / m.predictedStd : 0.0,
@@ -422,7 +426,10 @@ int main(int argc, char **argv) {
             m.predictedStdMasked > 0 ? m.measuredStd / m.predictedStdMasked
                                      : 0.0,
             m.predictedStdCoherent > 0 ? m.measuredStd / m.predictedStdCoherent
-                                       : 0.0);
+                                       : 0.0,
+            m.errorCosine,
+            m.weightElements > 0 ? 1.0 / std::sqrt(double(m.weightElements))
+                                 : 0.0);
     }
     std::error_code ec;
     raw_fd_ostream os(measureErrorModel, ec);

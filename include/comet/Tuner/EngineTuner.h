@@ -76,6 +76,11 @@ struct GradErrorMeasurement {
   double coherentExcess = 0, predictedStdCoherent = 0;
   /// RMS of dW(compressed) - dW(exact) over the parameter's elements.
   double measuredStd = 0, measuredMean = 0;
+  /// Is the error biased along the gradient? With d the error and g the
+  /// exact gradient: <d, g> / ||g||^2 (a shrinkage of dW shows as < 0) and
+  /// the cosine <d, g> / (||d|| ||g||), which for an error independent of
+  /// g is of order 1 / sqrt(weightElements). gradRms is the RMS of g.
+  double gradRms = 0, errorProjection = 0, errorCosine = 0;
   int64_t weightElements = 0;
 };
 
