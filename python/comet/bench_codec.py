@@ -230,6 +230,42 @@ class Zfp:
         return len(s), np.asarray(y).reshape(x.shape), tc, td
 
 
+ERROR_KEYS = ["err_bias", "err_std", "err_corr_x", "err_lag1", "nonzero_zeroed"]
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation; 0 where either side is constant."""
+    a = a - a.mean()
+    b = b - b.mean()
+    den = np.sqrt(float(np.dot(a, a)) * float(np.dot(b, b)))
+    return float(np.dot(a, b)) / den if den > 0 else 0.0
+
+
+def error_stats(x: np.ndarray, y: np.ndarray, eb: float) -> dict:
+    """Is the reconstruction error e = y - x biased or correlated? Over the
+    finite elements: err_bias = mean(e) / eb; err_std = sd(e) / eb (an error
+    uniform on [-eb, eb] gives 1/sqrt(3) = 0.577); err_corr_x = corr(e, x)
+    (a quantiser that shrinks values gives < 0); err_lag1 = corr of
+    neighbouring errors in row-major order (an error that a predictor feeds
+    forward gives != 0); nonzero_zeroed = the fraction of non-zero x decoded
+    as 0 (the dead zone |x| < eb of a quantiser on a grid that holds 0)."""
+    x = x.reshape(-1).astype(np.float64)
+    y = y.reshape(-1).astype(np.float64)
+    finite = np.isfinite(x)
+    x, y = x[finite], y[finite]
+    if x.size == 0:
+        return dict.fromkeys(ERROR_KEYS, 0.0)
+    e = y - x
+    nz = x != 0
+    return {
+        "err_bias": float(e.mean()) / eb,
+        "err_std": float(e.std()) / eb,
+        "err_corr_x": _corr(e, x),
+        "err_lag1": _corr(e[:-1], e[1:]) if e.size > 1 else 0.0,
+        "nonzero_zeroed": float(np.mean(y[nz] == 0)) if nz.any() else 0.0,
+    }
+
+
 def measure(codec, x: np.ndarray, eb: float, threads: int, repeat: int) -> dict:
     """One codec on one tensor: the JSON keys of comet-codec bench."""
     nbytes, y, tc, td = codec.run(x, eb, threads, repeat)
@@ -249,6 +285,7 @@ def measure(codec, x: np.ndarray, eb: float, threads: int, repeat: int) -> dict:
         "decompress_seconds": td,
         "compress_gbps": x.nbytes / tc / 1e9 if tc > 0 else 0.0,
         "decompress_gbps": x.nbytes / td / 1e9 if td > 0 else 0.0,
+        **error_stats(x, y, eb),
     }
 
 
@@ -277,6 +314,9 @@ def aggregate(rows: list[dict]) -> dict:
         "zeros_preserved": all(r["zeros_preserved"] for r in rows),
         "compress_gbps": bin_ / tc / 1e9 if tc else 0.0,
         "decompress_gbps": bin_ / td / 1e9 if td else 0.0,
+        # Error statistics: the mean over tensors, weighted by size.
+        **{k: sum(r[k] * r["bytes_in"] for r in rows) / bin_ if bin_ else 0.0
+           for k in ERROR_KEYS},
     }
 
 
@@ -471,6 +511,22 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def format_error_table(result: dict) -> str:
+    """The reconstruction error's statistics (error_stats), one thread."""
+    lines = [
+        "| data | eb | codec | bias mean(e)/eb | sd(e)/eb (uniform 0.577) | corr(e, x) | corr(e_i, e_i+1) | non-zeros decoded as 0 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in result["summary"]:
+        if s["threads"] != 1:
+            continue
+        lines.append(
+            f"| {s['category']} | {s['eb']:g} | {s['codec']} | {s['err_bias']:+.4f} | "
+            f"{s['err_std']:.3f} | {s['err_corr_x']:+.3f} | {s['err_lag1']:+.3f} | "
+            f"{s['nonzero_zeroed']:.3f} |")
+    return "\n".join(lines)
+
+
 def speed_and_ratio_vs_sz3(result: dict) -> list[dict]:
     """Per class, eb and entropy setting: our ratio / SZ3's and our
     single-thread compress (and decompress) throughput / SZ3's (the targets
@@ -566,6 +622,8 @@ def main(argv=None):
     print(format_table(result))
     print()
     print(format_vs_sz3(result["vs_sz3"]))
+    print()
+    print(format_error_table(result))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=2))
     print(f"wrote {args.json}")

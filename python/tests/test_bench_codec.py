@@ -199,3 +199,42 @@ def test_benchmark_reports_each_entropy_setting():
         (c, e) for c in ("dense", "all") for e in ("off", "auto", "always")}
     assert "| dense | 0.01 | always |" in bench.format_vs_sz3(vs)
     assert LIB.entropy() == "auto"
+
+
+def test_error_stats_detect_bias_shrinkage_dead_zone_and_feedback():
+    rng = np.random.default_rng(5)
+    eb = 1e-2
+    x = rng.normal(0, 1, 200_000)
+    u = rng.uniform(-eb, eb, x.size)
+    fair = bench.error_stats(x, x + u, eb)
+    assert abs(fair["err_bias"]) < 0.01 and abs(fair["err_std"] - 3 ** -0.5) < 0.01
+    assert abs(fair["err_corr_x"]) < 0.01 and abs(fair["err_lag1"]) < 0.01
+    assert fair["nonzero_zeroed"] == 0
+    assert bench.error_stats(x, x + u + 0.5 * eb, eb)["err_bias"] == pytest.approx(0.5, abs=0.01)
+    assert bench.error_stats(x, 0.99 * x, eb)["err_corr_x"] < -0.99
+    dead = np.where(np.abs(x) < 0.1, 0, x)
+    assert bench.error_stats(x, dead, 0.1)["nonzero_zeroed"] == pytest.approx(
+        np.mean(np.abs(x) < 0.1), rel=1e-9)
+    fed = np.empty_like(u)  # each error carries half of the one before it
+    fed[0] = u[0]
+    for i in range(1, u.size):
+        fed[i] = 0.5 * fed[i - 1] + u[i]
+    assert bench.error_stats(x, x + fed, eb)["err_lag1"] == pytest.approx(0.5, abs=0.02)
+
+
+@needs_lib
+def test_our_quantiser_error_is_unbiased_and_uncorrelated():
+    """Each element is rounded on its own to a grid of step 2 eb, so on a
+    tensor that varies over many steps the error is uniform on [-eb, eb],
+    independent of the value and of its neighbours."""
+    rng = np.random.default_rng(6)
+    x = rng.normal(0, 1, (64, 4096)).astype(np.float32)
+    y = LIB.decompress(LIB.compress(x, "sz", 1e-3), np.empty_like(x))
+    st = bench.error_stats(x, y, 1e-3)
+    assert abs(st["err_bias"]) < 0.01
+    assert abs(st["err_std"] - 3 ** -0.5) < 0.01
+    assert abs(st["err_corr_x"]) < 0.01 and abs(st["err_lag1"]) < 0.01
+    assert st["nonzero_zeroed"] == pytest.approx(np.mean(np.abs(x) < 1e-3), abs=1e-4)
+    result = bench.run_benchmark({"toy__x": x[:4]}, ebs=(1e-3,), threads=(1,), repeat=1,
+                                 lib=LIB, peers=False)
+    assert "| other | 0.001 | comet-sz | " in bench.format_error_table(result)
