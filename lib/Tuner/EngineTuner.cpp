@@ -44,6 +44,25 @@ static std::vector<SlotInfo> slotsOf(const EngineStats &st,
   return out;
 }
 
+/// Only the masked COMET rule reads a BatchNorm consumer's M and K: a slot
+/// that only BatchNorm reads skips their per-element work on stats steps
+/// under the other rules.
+static bool needsMoments(const SlotInfo &s, const TunerOptions &o) {
+  if (o.rule == Rule::Comet && o.gradMagnitude == GradMagnitude::Masked)
+    return true;
+  return llvm::any_of(s.consumers, [](const ConsumerInfo &c) {
+    return c.kind != ConsumerKind::BatchNorm;
+  });
+}
+
+/// BatchNorm's scale gradient pairs each X channel with its own dY channel:
+/// the runtime's K for it sums the (c, c) pairs.
+static void setDiagonal(comet_rt_context *ctx, const SlotInfo &s) {
+  for (auto [i, c] : llvm::enumerate(s.consumers))
+    comet_rt_slot_set_diagonal(ctx, s.slot, static_cast<int64_t>(i),
+                               c.kind == ConsumerKind::BatchNorm);
+}
+
 Expected<std::unique_ptr<EngineTuner>>
 EngineTuner::create(Engine &engine, const TunerOptions &options) {
   std::string why = validate(options);
@@ -55,12 +74,9 @@ EngineTuner::create(Engine &engine, const TunerOptions &options) {
     if (s.staticEb > 0 &&
         comet_rt_slot_set_eb(engine.runtimeContext(), s.slot, s.staticEb) != 0)
       return err("cannot set the bound of slot " + llvm::Twine(s.slot));
-    // A BatchNorm rule reads neither the masked moment nor K: skip their
-    // per-element work on stats steps.
-    bool needsMoments = llvm::any_of(s.consumers, [](const ConsumerInfo &c) {
-      return c.kind != ConsumerKind::BatchNorm;
-    });
-    comet_rt_slot_set_moments(engine.runtimeContext(), s.slot, needsMoments);
+    comet_rt_slot_set_moments(engine.runtimeContext(), s.slot,
+                              needsMoments(s, withDefaults(options)));
+    setDiagonal(engine.runtimeContext(), s);
   }
   std::unique_ptr<EngineTuner> t(
       new EngineTuner(engine, BoundTuner(options, std::move(slots))));
@@ -191,16 +207,19 @@ llvm::json::Object EngineTuner::profile() const {
     // statistic the rule used, so a second compile starts at the same bound.
     // The masked rule's N * M + K equals the pass's N * R * Lbar^2 with
     // Lbar = sqrt((M + K / N) / R).
+    // BatchNorm's rule takes R = 1 (its inputs are dense), in the pass too.
     double g = cs.rmsGrad;
+    bool bn = info.consumers[best].kind == ConsumerKind::BatchNorm;
     if (o.gradMagnitude == GradMagnitude::MeanAbs)
       g = cs.meanAbsGrad;
     else if (o.gradMagnitude == GradMagnitude::Masked &&
-             info.consumers[best].kind != ConsumerKind::BatchNorm)
+             (!bn || (std::isfinite(cs.maskedMoment) && cs.maskedMoment > 0 &&
+                      std::isfinite(cs.coherentExcess))))
       g = std::sqrt((cs.maskedMoment +
                      (std::isfinite(cs.coherentExcess)
                           ? cs.coherentExcess / info.consumers[best].numTerms
                           : 0)) /
-                    a.nonZero);
+                    (bn ? 1.0 : a.nonZero));
     putPositive(e, "Lbar", g);
     putPositive(e, "momentum", cs.meanAbsMomentum);
     putPositive(e, "gw_norm2", cs.weightGradNormSq);
@@ -272,15 +291,21 @@ comet::measureGradError(Engine &compressed, Engine &reference,
   std::vector<GradErrorMeasurement> out;
   for (const SlotInfo &s : slots) {
     const ConsumerInfo &c = s.consumers.front();
-    if (c.kind == ConsumerKind::BatchNorm || c.param.empty())
+    if (c.param.empty())
       continue;
+    bool bn = c.kind == ConsumerKind::BatchNorm;
+    comet_rt_context *ctx = compressed.runtimeContext();
     for (const SlotInfo &o : slots)
-      comet_rt_slot_set_eb(compressed.runtimeContext(), o.slot,
+      comet_rt_slot_set_eb(ctx, o.slot,
                            o.slot == s.slot ? saved[o.slot] : exact);
-    comet_rt_slot_observations_clear(compressed.runtimeContext());
-    comet_rt_slot_stats_enable(compressed.runtimeContext(), 1);
+    // The check measures M and K for every consumer kind, whatever rule
+    // the engine's tuner (if any) runs; K over BatchNorm's (c, c) pairs.
+    comet_rt_slot_set_moments(ctx, s.slot, 1);
+    setDiagonal(ctx, s);
+    comet_rt_slot_observations_clear(ctx);
+    comet_rt_slot_stats_enable(ctx, 1);
     auto loss = compressed.computeGradients(images, labels);
-    comet_rt_slot_stats_enable(compressed.runtimeContext(), 0);
+    comet_rt_slot_stats_enable(ctx, 0);
     if (!loss)
       return loss.takeError();
     comet_rt_slot_observation ob;
@@ -289,7 +314,7 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     m.slot = s.slot;
     m.value = s.value;
     m.param = c.param;
-    m.kind = c.kind == ConsumerKind::Gemm ? "gemm" : "conv";
+    m.kind = bn ? "batchnorm" : c.kind == ConsumerKind::Gemm ? "gemm" : "conv";
     m.eb = saved[s.slot];
     m.numTerms = c.numTerms;
     ConsumerStats cs = gradStatsOf(ob);
@@ -302,13 +327,23 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     p.numTerms = m.numTerms;
     p.nonZeroFraction = m.nonZero;
     p.meanAbsGrad = m.meanAbsGrad;
-    m.predictedStd = cometPredictedGradStd(m.eb, p);
+    // BatchNorm reads E as inv_std * E in xhat, with a dense X: every
+    // prediction of the scale gradient's error takes the largest channel's
+    // inv_std as the error's gain (tuner::consumerBound).
+    double ebSeen = m.eb;
+    if (bn) {
+      m.invStd = orZero(cs.invStd);
+      ebSeen = m.eb * m.invStd;
+      p.nonZeroFraction = 1;
+    }
+    m.predictedStd = cometPredictedGradStd(ebSeen, p);
     p.meanAbsGrad = m.rmsGrad;
-    m.predictedStdRms = cometPredictedGradStd(m.eb, p);
+    m.predictedStdRms = cometPredictedGradStd(ebSeen, p);
     m.predictedStdMasked = cometPredictedGradStdMasked(
-        m.eb, kUniformStdFactor, m.numTerms, m.maskedMoment);
-    m.predictedStdCoherent = cometPredictedGradStdMasked(
-        m.eb, kUniformStdFactor, m.numTerms, m.maskedMoment, m.coherentExcess);
+        ebSeen, kUniformStdFactor, m.numTerms, m.maskedMoment);
+    m.predictedStdCoherent =
+        cometPredictedGradStdMasked(ebSeen, kUniformStdFactor, m.numTerms,
+                                    m.maskedMoment, m.coherentExcess);
     llvm::ArrayRef<float> gc = compressed.gradient(c.param);
     llvm::ArrayRef<float> gr = reference.gradient(c.param);
     if (gc.size() != gr.size() || gc.empty())

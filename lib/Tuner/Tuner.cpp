@@ -89,8 +89,14 @@ double tuner::consumerBound(const TunerOptions &o, const ConsumerInfo &c,
     nonZero = 1;
   }
   double eb;
-  if (o.rule == Rule::Comet && o.gradMagnitude == GradMagnitude::Masked &&
-      c.kind != ConsumerKind::BatchNorm) {
+  // The masked rule with the coherent excess K; for BatchNorm, M and K as
+  // the runtime measures them for its scale gradient (dense X: M is nearly
+  // the mean dY^2; K over the (c, c) pairs), which needs both measured.
+  bool masked =
+      o.rule == Rule::Comet && o.gradMagnitude == GradMagnitude::Masked &&
+      (c.kind != ConsumerKind::BatchNorm ||
+       (positiveFinite(s.maskedMoment) && std::isfinite(s.coherentExcess)));
+  if (masked) {
     eb = cometErrorBoundMasked(
         o.sigmaFactor * s.meanAbsMomentum, kUniformStdFactor, c.numTerms,
         s.maskedMoment, std::isfinite(s.coherentExcess) ? s.coherentExcess : 0);

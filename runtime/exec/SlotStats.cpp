@@ -112,12 +112,15 @@ void findGroups(const float *x, int64_t b, int64_t c, int64_t pos,
 /// The coherent excess of dY [b, o, positions of dY] against X's groups:
 /// sum over (o, c) of sum_g (S_g^2 - T_g), S_g (T_g) the sum of dY (dY^2)
 /// over the dY elements whose X element (at `xPos(dyPos)`) is in group g of
-/// channel c. Adds it to `excess` and o * c to `pairs`.
+/// channel c. Adds it to `excess` and o * c to `pairs`; `diagonal`: the
+/// (c, c) pairs alone, and c to `pairs` (comet_rt_slot_set_diagonal).
 template <typename XPos>
 void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
                     const ActMask &mask, XPos xPos, double &excess,
-                    int64_t &pairs) {
+                    int64_t &pairs, bool diagonal = false) {
   const int64_t c = mask.channels, pos = mask.positions;
+  if (diagonal && o != c)
+    return;
   std::vector<int64_t> at(static_cast<size_t>(dyPos));
   for (int64_t i = 0; i < dyPos; ++i)
     at[i] = xPos(i);
@@ -134,11 +137,12 @@ void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
     if (hasGroup(ch))
       grouped.push_back(ch);
   const int64_t ng = static_cast<int64_t>(grouped.size());
+  const int64_t outs = diagonal ? 1 : o;
   double total = 0;
   // One (o, c) pair per iteration: dY's and X's rows are read in order.
 #pragma omp parallel for schedule(static) reduction(+ : total)
-  for (int64_t pc = 0; pc < o * ng; ++pc) {
-    const int64_t oc = pc / ng, ch = grouped[pc % ng];
+  for (int64_t pc = 0; pc < outs * ng; ++pc) {
+    const int64_t ch = grouped[pc % ng], oc = diagonal ? ch : pc / ng;
     double sum[kMaxGroups + 1] = {0}, sq = 0;
     for (int64_t n = 0; n < b; ++n) {
       const float *d = dy + (n * o + oc) * dyPos;
@@ -156,7 +160,7 @@ void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
     total += e;
   }
   excess += total;
-  pairs += o * c;
+  pairs += diagonal ? c : o * c;
 }
 
 /// One context's observations.
@@ -167,6 +171,8 @@ struct Table {
   std::map<int64_t, std::shared_ptr<const ActMask>> masks;
   /// Slots whose observe_act keeps no ActMask (comet_rt_slot_set_moments).
   std::set<int64_t> noMoments;
+  /// (slot, consumer) keys of comet_rt_slot_set_diagonal.
+  std::set<std::pair<int64_t, int64_t>> diagonal;
 };
 
 Table &table(comet_rt_context *ctx) {
@@ -322,11 +328,13 @@ int32_t comet_rt_cpu_slot_observe_grad(comet_rt_context *ctx,
     sq += v * v;
   }
   std::shared_ptr<const ActMask> mask;
+  bool diagonal;
   {
     std::lock_guard<std::mutex> lock(t.mu);
     auto it = t.masks.find(slot);
     if (it != t.masks.end())
       mask = it->second;
+    diagonal = t.diagonal.count({slot, consumer}) != 0;
   }
   double msq = 0, excess = 0;
   int64_t mcount = 0, pairs = 0;
@@ -366,7 +374,7 @@ int32_t comet_rt_cpu_slot_observe_grad(comet_rt_context *ctx,
               int64_t wi = std::min(mask->w - 1, (i % wo) * sw + ow);
               return hi * mask->w + wi;
             },
-            excess, pairs);
+            excess, pairs, diagonal);
     } else if (b > 0 && b == mask->batch) {
       // Gemm/MatMul over the batch: the sample's non-zero fraction.
       int64_t per = n / b;
@@ -382,7 +390,7 @@ int32_t comet_rt_cpu_slot_observe_grad(comet_rt_context *ctx,
       if (shape.size() == 2 && !mask->group.empty() && mask->positions == 1)
         coherentExcess(
             p, b, shape[1], 1, *mask, [](int64_t) { return int64_t(0); },
-            excess, pairs);
+            excess, pairs, diagonal);
     } else {
       msq = sq * mask->overall;
     }
@@ -425,6 +433,19 @@ int32_t comet_rt_slot_set_moments(comet_rt_context *ctx, int64_t slot,
     t.noMoments.erase(slot);
   else
     t.noMoments.insert(slot);
+  return COMET_RT_SUCCESS;
+}
+
+int32_t comet_rt_slot_set_diagonal(comet_rt_context *ctx, int64_t slot,
+                                   int64_t consumer, int32_t on) {
+  if (!validKey(slot, consumer))
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
+  Table &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (on)
+    t.diagonal.insert({slot, consumer});
+  else
+    t.diagonal.erase({slot, consumer});
   return COMET_RT_SUCCESS;
 }
 

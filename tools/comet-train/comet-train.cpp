@@ -412,15 +412,16 @@ int main(int argc, char **argv) {
            m.predictedStdMasked > 0 ? m.measuredStd / m.predictedStdMasked : 0},
           {"ratio_coherent", m.predictedStdCoherent > 0
                                  ? m.measuredStd / m.predictedStdCoherent
-                                 : 0}});
+                                 : 0},
+          {"inv_std", m.invStd}});
       if (!quiet)
         outs() << format(
-            "error model: slot %ld (%s -> %s) eb %.3g measured "
-            "%.4g predicted %.4g (ratio %.3f; with RMS dY %.3f; masked "
-            "%.3f; masked + coherent %.3f); cosine with the gradient %+.4f "
-            "(noise ~%.4f)\n",
-            m.slot, m.value.c_str(), m.param.c_str(), m.eb, m.measuredStd,
-            m.predictedStd,
+            "error model: slot %ld (%s -> %s, %s) eb %.3g measured %.4g, "
+            "the rule's model %.4g; measured / predicted with Lbar %.3f, RMS "
+            "dY %.3f, masked %.3f, masked + coherent %.3f; cosine with the "
+            "gradient %+.4f (noise ~%.4f)\n",
+            m.slot, m.value.c_str(), m.param.c_str(), m.kind.c_str(), m.eb,
+            m.measuredStd, m.predictedStdCoherent,
             m.predictedStd > 0 ? m.measuredStd / m.predictedStd : 0.0,
             m.predictedStdRms > 0 ? m.measuredStd / m.predictedStdRms : 0.0,
             m.predictedStdMasked > 0 ? m.measuredStd / m.predictedStdMasked

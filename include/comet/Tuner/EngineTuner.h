@@ -72,8 +72,12 @@ struct GradErrorMeasurement {
   /// (cometPredictedGradStdMasked).
   double maskedMoment = 0, predictedStdMasked = 0;
   /// K (coherent excess per dW element) and a * eb * sqrt(N M + K): what
-  /// the default (masked) rule predicts.
+  /// the default (masked) rule predicts. For BatchNorm K is over the (c, c)
+  /// pairs of its scale gradient and eb is scaled by inv_std.
   double coherentExcess = 0, predictedStdCoherent = 0;
+  /// BatchNorm: the largest channel's inv_std, which scales eb in all its
+  /// predictions.
+  double invStd = 0;
   /// RMS of dW(compressed) - dW(exact) over the parameter's elements.
   double measuredStd = 0, measuredMean = 0;
   /// Is the error biased along the gradient? With d the error and g the
@@ -89,7 +93,8 @@ struct GradErrorMeasurement {
 /// weights overwritten by `compressed`'s), once per lossy slot with only
 /// that slot at its current bound (the others at a bound so small that the
 /// codec stores them exactly), and compares the consumer's weight gradient.
-/// BatchNorm consumers are left out. Bounds are restored afterwards.
+/// For a BatchNorm consumer the parameter is its scale. Bounds are restored
+/// afterwards.
 llvm::Expected<std::vector<GradErrorMeasurement>>
 measureGradError(Engine &compressed, Engine &reference, const float *images,
                  const int64_t *labels);

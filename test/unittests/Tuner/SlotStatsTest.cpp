@@ -192,6 +192,34 @@ TEST(SlotStats, CoherentExcessConv) {
   EXPECT_EQ(o.grad_coherent_pairs, 0);
 }
 
+// By hand, BatchNorm (diagonal): X [2, 2, 2, 2] holds 0.5 at four positions
+// of channel 0 and 3 at four of channel 1 (one group each); dY has the same
+// shape. Channel 0's group sees dY 1, 2, 3, -1 in dY channel 0 (S = 5,
+// T = 15: 10) and channel 1's sees 2, 2, 1, -1 in dY channel 1 (S = 4,
+// T = 10: 6); the diagonal sums 16 over 2 pairs. Every (o, c) pair, as
+// for a Conv weight, also counts channel 0's group against dY channel 1
+// (2, 2, 2, 1: 49 - 13 = 36) and channel 1's against dY channel 0 (1, 2, 0,
+// 4: 49 - 21 = 28): 80 over 4 pairs.
+TEST(SlotStats, CoherentExcessDiagonal) {
+  const std::vector<float> x = {0.5f, 0.5f, 0.5f, 1, 3, 3, 2, 3,
+                                0.5f, 4,    0,    0, 5, 6, 3, 7};
+  const std::vector<float> dy = {1,  2, 3, 0, 2, 2, 2,  1,
+                                 -1, 0, 4, 3, 1, 2, -1, 1};
+  comet_rt_slot_observation o = observe(x, {2, 2, 2, 2}, dy, {2, 2, 2, 2}, 8);
+  EXPECT_EQ(o.grad_coherent_pairs, 4);
+  EXPECT_DOUBLE_EQ(o.grad_coherent_sum, 80);
+  ASSERT_EQ(comet_rt_slot_set_diagonal(nullptr, 8, 0, 1), 0);
+  o = observe(x, {2, 2, 2, 2}, dy, {2, 2, 2, 2}, 8);
+  EXPECT_EQ(o.grad_coherent_pairs, 2);
+  EXPECT_DOUBLE_EQ(o.grad_coherent_sum, 16);
+  // Another consumer of the slot keeps every pair.
+  ASSERT_EQ(comet_rt_slot_set_diagonal(nullptr, 8, 0, 0), 0);
+  o = observe(x, {2, 2, 2, 2}, dy, {2, 2, 2, 2}, 8);
+  EXPECT_EQ(o.grad_coherent_pairs, 4);
+  EXPECT_NE(comet_rt_slot_set_diagonal(nullptr, 8, -1, 1), 0);
+  EXPECT_NE(comet_rt_slot_set_diagonal(nullptr, -1, 0, 1), 0);
+}
+
 // With moments off (a slot only BatchNorm reads) X's non-zeros are still
 // counted but no masked moment or coherent excess is measured; turning them
 // back on restores both.

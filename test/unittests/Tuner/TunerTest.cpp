@@ -98,6 +98,34 @@ TEST(BoundTuner, BatchNormUsesInvStdAndDenseInput) {
   EXPECT_EQ(t2.currentEb(0), 1e-3);
 }
 
+// BatchNorm under the default (masked) rule, from the measured M and K of
+// its scale gradient: N = 64, M = 1e-6, K = 192e-6 (equal values share an
+// error: N M + K = 4 N M), momentum = 1e-3, inv_std = 4:
+// eb = 1e-5 * sqrt(3) / sqrt(256e-6) / 4 = 2.7063294e-4, half the bound
+// without K. Without M it falls back to RMS(dY) with R = 1.
+TEST(BoundTuner, BatchNormMaskedRuleReadsCoherentExcess) {
+  SlotInfo s;
+  s.slot = 0;
+  s.staticEb = 1e-3;
+  ConsumerInfo c;
+  c.kind = ConsumerKind::BatchNorm;
+  c.numTerms = 64;
+  s.consumers.push_back(c);
+  TunerOptions o = opts(Rule::Comet);
+  o.gradMagnitude = GradMagnitude::Masked;
+  BoundTuner t(o, {s});
+  SlotStats st = stats(1, 0.3 /* ignored */, 1e-3, 1e-3);
+  st.consumers[0].invStd = 4;
+  st.consumers[0].maskedMoment = 1e-6;
+  st.consumers[0].coherentExcess = 192e-6;
+  t.observe(0, st);
+  EXPECT_NEAR(t.ruleEb(0), 2.7063293868263705e-4, 1e-12);
+  BoundTuner t2(o, {s});
+  st.consumers[0].maskedMoment = NAN;
+  t2.observe(0, st);
+  EXPECT_NEAR(t2.ruleEb(0), 5.412658773652741e-4, 1e-12);
+}
+
 // Two consumers: the tightest decides.
 TEST(BoundTuner, TightestConsumerWins) {
   SlotInfo s = convSlot();

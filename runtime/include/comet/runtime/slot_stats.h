@@ -102,6 +102,17 @@ COMET_RT_API int32_t comet_rt_slot_stats_enabled(comet_rt_context *ctx);
 COMET_RT_API int32_t comet_rt_slot_set_moments(comet_rt_context *ctx,
                                                int64_t slot, int32_t on);
 
+/* Whether (slot, consumer)'s weight gradient pairs each X channel with the
+ * same dY channel only, as BatchNorm's scale gradient does (dscale_c = sum
+ * dY_c * xhat_c): observe_grad's coherent excess then sums the (c, c) pairs
+ * alone and counts C pairs, instead of every (o, c) pair of a Conv or Gemm
+ * weight (it adds nothing when dY's channels differ in number from X's).
+ * Off by default; kept across clears. Returns 0, or
+ * COMET_RT_ERROR_INVALID_ARGUMENT for a bad slot or consumer. */
+COMET_RT_API int32_t comet_rt_slot_set_diagonal(comet_rt_context *ctx,
+                                                int64_t slot, int64_t consumer,
+                                                int32_t on);
+
 /* The sums of (slot, consumer); all zero (aux_max -inf) if none. Returns 0,
  * or COMET_RT_ERROR_INVALID_ARGUMENT for a negative slot or consumer. */
 COMET_RT_API int32_t
