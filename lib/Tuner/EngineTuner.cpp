@@ -75,7 +75,7 @@ EngineTuner::create(Engine &engine, const TunerOptions &options) {
         comet_rt_slot_set_eb(engine.runtimeContext(), s.slot, s.staticEb) != 0)
       return err("cannot set the bound of slot " + llvm::Twine(s.slot));
     comet_rt_slot_set_moments(engine.runtimeContext(), s.slot,
-                              needsMoments(s, withDefaults(options)));
+                              needsMoments(s, options));
     setDiagonal(engine.runtimeContext(), s);
   }
   std::unique_ptr<EngineTuner> t(
@@ -213,8 +213,7 @@ llvm::json::Object EngineTuner::profile() const {
     if (o.gradMagnitude == GradMagnitude::MeanAbs)
       g = cs.meanAbsGrad;
     else if (o.gradMagnitude == GradMagnitude::Masked &&
-             (!bn || (std::isfinite(cs.maskedMoment) && cs.maskedMoment > 0 &&
-                      std::isfinite(cs.coherentExcess))))
+             maskedStatsUsable(info.consumers[best], cs))
       g = std::sqrt((cs.maskedMoment +
                      (std::isfinite(cs.coherentExcess)
                           ? cs.coherentExcess / info.consumers[best].numTerms
@@ -288,20 +287,22 @@ comet::measureGradError(Engine &compressed, Engine &reference,
             : s.staticEb;
   // Small enough that every value is stored verbatim or exactly quantized.
   const double exact = 1e-30;
+  comet_rt_context *ctx = compressed.runtimeContext();
+  // The check measures M and K for every consumer kind, whatever rule the
+  // engine's tuner (if any) runs; K over BatchNorm's (c, c) pairs.
+  for (const SlotInfo &s : slots) {
+    comet_rt_slot_set_moments(ctx, s.slot, 1);
+    setDiagonal(ctx, s);
+  }
   std::vector<GradErrorMeasurement> out;
   for (const SlotInfo &s : slots) {
     const ConsumerInfo &c = s.consumers.front();
     if (c.param.empty())
       continue;
     bool bn = c.kind == ConsumerKind::BatchNorm;
-    comet_rt_context *ctx = compressed.runtimeContext();
     for (const SlotInfo &o : slots)
       comet_rt_slot_set_eb(ctx, o.slot,
                            o.slot == s.slot ? saved[o.slot] : exact);
-    // The check measures M and K for every consumer kind, whatever rule
-    // the engine's tuner (if any) runs; K over BatchNorm's (c, c) pairs.
-    comet_rt_slot_set_moments(ctx, s.slot, 1);
-    setDiagonal(ctx, s);
     comet_rt_slot_observations_clear(ctx);
     comet_rt_slot_stats_enable(ctx, 1);
     auto loss = compressed.computeGradients(images, labels);
@@ -309,7 +310,7 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     if (!loss)
       return loss.takeError();
     comet_rt_slot_observation ob;
-    comet_rt_slot_get_observation(compressed.runtimeContext(), s.slot, 0, &ob);
+    comet_rt_slot_get_observation(ctx, s.slot, 0, &ob);
     GradErrorMeasurement m;
     m.slot = s.slot;
     m.value = s.value;

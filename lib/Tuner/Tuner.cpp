@@ -77,6 +77,13 @@ TunerOptions tuner::withDefaults(TunerOptions o) {
   return o;
 }
 
+// For BatchNorm, M and K are what the runtime measures for its scale
+// gradient (dense X: M is nearly the mean dY^2; K over the (c, c) pairs).
+bool tuner::maskedStatsUsable(const ConsumerInfo &c, const ConsumerStats &s) {
+  return c.kind != ConsumerKind::BatchNorm ||
+         (positiveFinite(s.maskedMoment) && std::isfinite(s.coherentExcess));
+}
+
 double tuner::consumerBound(const TunerOptions &o, const ConsumerInfo &c,
                             const ConsumerStats &s, double nonZero) {
   // An error in a BatchNorm input reaches xhat scaled by inv_std, and BN
@@ -89,14 +96,8 @@ double tuner::consumerBound(const TunerOptions &o, const ConsumerInfo &c,
     nonZero = 1;
   }
   double eb;
-  // The masked rule with the coherent excess K; for BatchNorm, M and K as
-  // the runtime measures them for its scale gradient (dense X: M is nearly
-  // the mean dY^2; K over the (c, c) pairs), which needs both measured.
-  bool masked =
-      o.rule == Rule::Comet && o.gradMagnitude == GradMagnitude::Masked &&
-      (c.kind != ConsumerKind::BatchNorm ||
-       (positiveFinite(s.maskedMoment) && std::isfinite(s.coherentExcess)));
-  if (masked) {
+  if (o.rule == Rule::Comet && o.gradMagnitude == GradMagnitude::Masked &&
+      maskedStatsUsable(c, s)) {
     eb = cometErrorBoundMasked(
         o.sigmaFactor * s.meanAbsMomentum, kUniformStdFactor, c.numTerms,
         s.maskedMoment, std::isfinite(s.coherentExcess) ? s.coherentExcess : 0);

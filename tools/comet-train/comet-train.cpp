@@ -383,37 +383,37 @@ int main(int argc, char **argv) {
     if (!ms)
       return fail(ms.takeError());
     for (const comet::GradErrorMeasurement &m : *ms) {
-      errorModel.push_back(json::Object{
-          {"slot", m.slot},
-          {"value", m.value},
-          {"param", m.param},
-          {"kind", m.kind},
-          {"eb", m.eb},
-          {"N", m.numTerms},
-          {"R", m.nonZero},
-          {"Lbar", m.meanAbsGrad},
-          {"rms_grad", m.rmsGrad},
-          {"weight_elements", m.weightElements},
-          {"predicted_std", m.predictedStd},
-          {"predicted_std_rms", m.predictedStdRms},
-          {"masked_moment", m.maskedMoment},
-          {"predicted_std_masked", m.predictedStdMasked},
-          {"coherent_excess", m.coherentExcess},
-          {"predicted_std_coherent", m.predictedStdCoherent},
-          {"measured_std", m.measuredStd},
-          {"measured_mean", m.measuredMean},
-          {"grad_rms", m.gradRms},
-          {"error_projection", m.errorProjection},
-          {"error_cosine", m.errorCosine},
-          {"ratio", m.predictedStd > 0 ? m.measuredStd / m.predictedStd : 0},
-          {"ratio_rms",
-           m.predictedStdRms > 0 ? m.measuredStd / m.predictedStdRms : 0},
-          {"ratio_masked",
-           m.predictedStdMasked > 0 ? m.measuredStd / m.predictedStdMasked : 0},
-          {"ratio_coherent", m.predictedStdCoherent > 0
-                                 ? m.measuredStd / m.predictedStdCoherent
-                                 : 0},
-          {"inv_std", m.invStd}});
+      // measured / predicted, 0 where there is no prediction.
+      auto over = [&](double predicted) {
+        return predicted > 0 ? m.measuredStd / predicted : 0.0;
+      };
+      errorModel.push_back(
+          json::Object{{"slot", m.slot},
+                       {"value", m.value},
+                       {"param", m.param},
+                       {"kind", m.kind},
+                       {"eb", m.eb},
+                       {"N", m.numTerms},
+                       {"R", m.nonZero},
+                       {"Lbar", m.meanAbsGrad},
+                       {"rms_grad", m.rmsGrad},
+                       {"weight_elements", m.weightElements},
+                       {"predicted_std", m.predictedStd},
+                       {"predicted_std_rms", m.predictedStdRms},
+                       {"masked_moment", m.maskedMoment},
+                       {"predicted_std_masked", m.predictedStdMasked},
+                       {"coherent_excess", m.coherentExcess},
+                       {"predicted_std_coherent", m.predictedStdCoherent},
+                       {"measured_std", m.measuredStd},
+                       {"measured_mean", m.measuredMean},
+                       {"grad_rms", m.gradRms},
+                       {"error_projection", m.errorProjection},
+                       {"error_cosine", m.errorCosine},
+                       {"ratio", over(m.predictedStd)},
+                       {"ratio_rms", over(m.predictedStdRms)},
+                       {"ratio_masked", over(m.predictedStdMasked)},
+                       {"ratio_coherent", over(m.predictedStdCoherent)},
+                       {"inv_std", m.invStd}});
       if (!quiet)
         outs() << format(
             "error model: slot %ld (%s -> %s, %s) eb %.3g measured %.4g, "
@@ -421,14 +421,9 @@ int main(int argc, char **argv) {
             "dY %.3f, masked %.3f, masked + coherent %.3f; cosine with the "
             "gradient %+.4f (noise ~%.4f)\n",
             m.slot, m.value.c_str(), m.param.c_str(), m.kind.c_str(), m.eb,
-            m.measuredStd, m.predictedStdCoherent,
-            m.predictedStd > 0 ? m.measuredStd / m.predictedStd : 0.0,
-            m.predictedStdRms > 0 ? m.measuredStd / m.predictedStdRms : 0.0,
-            m.predictedStdMasked > 0 ? m.measuredStd / m.predictedStdMasked
-                                     : 0.0,
-            m.predictedStdCoherent > 0 ? m.measuredStd / m.predictedStdCoherent
-                                       : 0.0,
-            m.errorCosine,
+            m.measuredStd, m.predictedStdCoherent, over(m.predictedStd),
+            over(m.predictedStdRms), over(m.predictedStdMasked),
+            over(m.predictedStdCoherent), m.errorCosine,
             m.weightElements > 0 ? 1.0 / std::sqrt(double(m.weightElements))
                                  : 0.0);
     }

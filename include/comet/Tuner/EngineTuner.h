@@ -94,7 +94,8 @@ struct GradErrorMeasurement {
 /// that slot at its current bound (the others at a bound so small that the
 /// codec stores them exactly), and compares the consumer's weight gradient.
 /// For a BatchNorm consumer the parameter is its scale. Bounds are restored
-/// afterwards.
+/// afterwards; the masked moment and coherent excess stay collected for
+/// every slot (comet_rt_slot_set_moments).
 llvm::Expected<std::vector<GradErrorMeasurement>>
 measureGradError(Engine &compressed, Engine &reference, const float *images,
                  const int64_t *labels);

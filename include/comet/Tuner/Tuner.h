@@ -126,6 +126,11 @@ struct AveragedStats {
   int64_t count = 0;
 };
 
+/// Whether the masked rule (sigma / (a sqrt(N M + K))) can use `s` for
+/// consumer `c`: always for Conv and Gemm; for BatchNorm only with M and K
+/// measured (else its rule falls back to RMS(dY) with R = 1).
+bool maskedStatsUsable(const ConsumerInfo &c, const ConsumerStats &s);
+
 /// The bound the rule gives one consumer from averaged statistics, before
 /// clamping; 0 when a statistic it needs is missing. nonZero is the slot's.
 double consumerBound(const TunerOptions &o, const ConsumerInfo &c,

@@ -24,6 +24,18 @@ SlotInfo convSlot(double staticEb = 1e-3) {
   return s;
 }
 
+/// One slot read by a BatchNorm over N = 64 terms.
+SlotInfo batchNormSlot() {
+  SlotInfo s;
+  s.slot = 0;
+  s.staticEb = 1e-3;
+  ConsumerInfo c;
+  c.kind = ConsumerKind::BatchNorm;
+  c.numTerms = 64;
+  s.consumers.push_back(c);
+  return s;
+}
+
 SlotStats stats(int64_t step, double r, double lbar, double mom,
                 double gw2 = NAN, double gy2 = NAN) {
   SlotStats s;
@@ -78,13 +90,7 @@ TEST(BoundTuner, AcgcRuleByHand) {
 // N = 64, Lbar = 1e-3, momentum = 1e-3, inv_std = 4:
 // eb = 1e-5 * sqrt(3) / (1e-3 * 8) / 4 = 5.4126588e-4.
 TEST(BoundTuner, BatchNormUsesInvStdAndDenseInput) {
-  SlotInfo s;
-  s.slot = 0;
-  s.staticEb = 1e-3;
-  ConsumerInfo c;
-  c.kind = ConsumerKind::BatchNorm;
-  c.numTerms = 64;
-  s.consumers.push_back(c);
+  SlotInfo s = batchNormSlot();
   BoundTuner t(opts(Rule::Comet), {s});
   SlotStats st = stats(1, 0.3 /* ignored */, 1e-3, 1e-3);
   st.consumers[0].invStd = 4;
@@ -104,13 +110,7 @@ TEST(BoundTuner, BatchNormUsesInvStdAndDenseInput) {
 // eb = 1e-5 * sqrt(3) / sqrt(256e-6) / 4 = 2.7063294e-4, half the bound
 // without K. Without M it falls back to RMS(dY) with R = 1.
 TEST(BoundTuner, BatchNormMaskedRuleReadsCoherentExcess) {
-  SlotInfo s;
-  s.slot = 0;
-  s.staticEb = 1e-3;
-  ConsumerInfo c;
-  c.kind = ConsumerKind::BatchNorm;
-  c.numTerms = 64;
-  s.consumers.push_back(c);
+  SlotInfo s = batchNormSlot();
   TunerOptions o = opts(Rule::Comet);
   o.gradMagnitude = GradMagnitude::Masked;
   BoundTuner t(o, {s});
