@@ -362,24 +362,25 @@ LogicalResult Importer::importNode(const ox::Node &node) {
       fileTypes[i] = *t;
     }
   }
-  // Until inference, an output the file leaves untyped holds a tensor
-  // placeholder, which every ONNX result constraint accepts.
+  // Until inference, every present output is pending: every ONNX result
+  // constraint accepts it and the verifiers skip it, so the first check is
+  // of the operands and attributes alone. The file's types come after, where
+  // a mismatch with inference gets its own message.
   OperationState state(loc, opName);
   state.addOperands(operands);
   state.addAttributes(attrs);
-  Type placeholder = UnrankedTensorType::get(b.getI8Type());
+  Type placeholder = UnrankedTensorType::get(conx::PendingType::get(ctx));
   for (Type t : fileTypes)
-    state.addTypes(t ? t : placeholder);
+    state.addTypes(t && isa<NoneType>(t) ? t : placeholder);
   Operation *op = b.create(state);
 
-  // The ODS checks (counts, required attributes, operand types) come before
-  // inference, which reads attributes and operands through ODS accessors.
-  auto infer = dyn_cast<conx::TypeInferenceOpInterface>(op);
-  if (infer && failed(infer.verifyODSInvariants()))
-    return emitError(loc) << label(node) << " does not match the definition of "
-                          << node.opType << " (see above)",
+  // The whole verifier (ODS checks, then the op's verify()) runs before
+  // inference, which relies on it: the file is untrusted.
+  if (failed(mlir::verify(op, /*verifyRecursively=*/false)))
+    return emitError(loc) << label(node) << " is invalid (see above)",
            failure();
   SmallVector<Type> inferred;
+  auto infer = dyn_cast<conx::TypeInferenceOpInterface>(op);
   if (!infer || failed(infer.inferResultTypes(inferred)))
     inferred.assign(op->getNumResults(), Type());
   for (size_t i = 0; i < nOut; ++i) {

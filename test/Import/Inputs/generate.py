@@ -348,5 +348,10 @@ save("bad-reducesum-axis.onnx", [node("ReduceSum", ["x", "axes"], ["y"], "sum_ax
 save("bad-transpose-perm.onnx", [node("Transpose", ["x"], ["y"], "transpose_bad",
                                       perm=[0, 0, 1, 2])],
      x4, [vi("y", F, None)])
+# The importer fuzzer's find: a perm entry far past the rank, which type
+# inference used as an index before the verifier had rejected it (SIGSEGV).
+save("bad-transpose-perm-huge.onnx", [node("Transpose", ["x"], ["y"], "transpose_huge",
+                                           perm=[803209215, 0])],
+     x4, [vi("y", F, None)])
 save("bad-softmax-axis.onnx", [node("Softmax", ["x"], ["y"], "softmax_axis_4", axis=4)],
      x4, [vi("y", F, None)])

@@ -14,6 +14,7 @@
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 
 namespace comet {
 #define GEN_PASS_DEF_COMETSPECIALIZESHAPES
@@ -60,11 +61,17 @@ SmallVector<Type> inferredTypes(Operation *op) {
       out[0] = ct.getTensorType();
     return out;
   }
-  auto ti = dyn_cast<onnx::TypeInferenceOpInterface>(op);
+  // Inference relies on the verifier, which has not seen the specialized
+  // operands. An op that no longer verifies keeps `?` here, and the
+  // verifier after the pass reports it once.
   SmallVector<Type> inferred;
-  if (!ti || failed(ti.inferResultTypes(inferred)) ||
-      inferred.size() != op->getNumResults())
-    return out;
+  {
+    ScopedDiagnosticHandler quiet(op->getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (failed(onnx::inferVerifiedResultTypes(op, inferred)) ||
+        inferred.size() != op->getNumResults())
+      return out;
+  }
   for (auto [i, t] : llvm::enumerate(inferred))
     if (auto rt = dyn_cast_or_null<RankedTensorType>(t);
         rt && rt.hasStaticShape())

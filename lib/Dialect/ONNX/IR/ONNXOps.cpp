@@ -2,7 +2,9 @@
 //
 // Verifiers check what ODS cannot: ranks, attribute lengths against the
 // operands' ranks, and static dims that must agree. Dynamic (`?`) dims and
-// unranked tensors pass; the importer keeps what the file says.
+// unranked tensors pass; the importer keeps what the file says. A result
+// the importer has not typed yet (`isPending`) passes too: the importer runs
+// the whole verifier before type inference, which may then rely on it.
 //
 //===----------------------------------------------------------------------===//
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
@@ -278,7 +280,8 @@ LogicalResult ConstantOp::verify() {
           bool(getValueIntsAttr());
   if (n != 1)
     return emitOpError() << "needs exactly one value attribute, got " << n;
-  if (getValueAttr() && getValueAttr().getType() != getOutput().getType())
+  if (getValueAttr() && !isPending(getOutput()) &&
+      getValueAttr().getType() != getOutput().getType())
     return emitOpError() << "value has type " << getValueAttr().getType()
                          << " but the result is " << getOutput().getType();
   return success();
@@ -503,7 +506,8 @@ LogicalResult SumOp::verify() {
 }
 
 LogicalResult IdentityOp::verify() {
-  if (isa<SeqType>(getInput().getType()) != isa<SeqType>(getOutput().getType()))
+  if (!isPending(getOutput()) &&
+      isa<SeqType>(getInput().getType()) != isa<SeqType>(getOutput().getType()))
     return emitOpError(
         "input and output must both be tensors or both sequences");
   return checkSameElementType(*this,

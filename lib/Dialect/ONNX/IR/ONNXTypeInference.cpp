@@ -12,10 +12,21 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
 
 using namespace mlir;
 using namespace comet::onnx;
 using namespace comet::onnx::shape;
+
+LogicalResult
+comet::onnx::inferVerifiedResultTypes(Operation *op,
+                                      SmallVectorImpl<Type> &types) {
+  types.clear();
+  auto infer = dyn_cast<TypeInferenceOpInterface>(op);
+  if (!infer || failed(mlir::verify(op, /*verifyRecursively=*/false)))
+    return failure();
+  return infer.inferResultTypes(types);
+}
 
 static constexpr int64_t kDyn = ShapedType::kDynamic;
 /// Above this rank a shape operand's length is taken as unknown rather than
@@ -990,8 +1001,12 @@ static Type concatType(ValueRange inputs, int64_t axis) {
     }
     for (int64_t d = 0; d < r; ++d) {
       int64_t x = (*s)[d];
-      if (d == a)
-        out[d] = isDyn(out[d]) || isDyn(x) ? kDyn : out[d] + x;
+      int64_t sum;
+      if (d == a) // Dims come from the file: a sum may overflow.
+        out[d] =
+            isDyn(out[d]) || isDyn(x) || __builtin_add_overflow(out[d], x, &sum)
+                ? kDyn
+                : sum;
       else if (isDyn(out[d]))
         out[d] = x;
     }

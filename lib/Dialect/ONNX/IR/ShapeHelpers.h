@@ -2,6 +2,8 @@
 #ifndef COMET_LIB_DIALECT_ONNX_IR_SHAPEHELPERS_H
 #define COMET_LIB_DIALECT_ONNX_IR_SHAPEHELPERS_H
 
+#include "comet/Dialect/ONNX/IR/ONNXOps.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
@@ -16,9 +18,18 @@ inline std::optional<llvm::ArrayRef<int64_t>> shapeOf(mlir::Value v) {
   return std::nullopt;
 }
 
-/// The element type of a tensor value (null for none/sequences).
+/// Whether `v` is a result the importer has not typed yet
+/// (`tensor<*x!onnx.pending>`); checks that read result types skip it.
+inline bool isPending(mlir::Value v) {
+  auto t = llvm::dyn_cast<mlir::TensorType>(v.getType());
+  return t && llvm::isa<PendingType>(t.getElementType());
+}
+
+/// The element type of a tensor value (null for none/sequences and for a
+/// pending result).
 inline mlir::Type elementTypeOf(mlir::Value v) {
-  if (auto t = llvm::dyn_cast<mlir::TensorType>(v.getType()))
+  if (auto t = llvm::dyn_cast<mlir::TensorType>(v.getType());
+      t && !llvm::isa<PendingType>(t.getElementType()))
     return t.getElementType();
   return {};
 }

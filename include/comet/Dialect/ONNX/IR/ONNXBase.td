@@ -52,6 +52,18 @@ def ONNX_SeqType : TypeDef<ONNX_Dialect, "Seq"> {
   let assemblyFormat = "`<` $elementType `>`";
 }
 
+def ONNX_PendingType : TypeDef<ONNX_Dialect, "Pending"> {
+  let mnemonic = "pending";
+  let summary = "The element type of a result the importer has not typed yet";
+  let description = [{
+    While the importer checks a node, a result that the file gives no type
+    is a `tensor<*x!onnx.pending>`: every ONNX result constraint accepts it,
+    and the verifiers' shape and element-type checks skip it, so the whole
+    verifier can run before type inference. Inference then replaces it; no
+    verified module holds one.
+  }];
+}
+
 // ONNX INT attributes are signed; I64Attr's getter would zero-extend.
 def ONNX_I64Attr : SignlessIntegerAttrBase<I64, "64-bit integer attribute"> {
   let returnType = "int64_t";

@@ -14,14 +14,12 @@ def ONNX_TypeInferenceOpInterface : OpInterface<"TypeInferenceOpInterface"> {
   }];
   let methods = [
     InterfaceMethod<[{
-        Runs the op's ODS-generated checks (operand and result counts,
-        required attributes, attribute kinds, operand and result type
-        constraints), without the hand-written verifier. The importer calls
-        it before `inferResultTypes`, whose accessors assume what it checks.
+        Infers one type per result (null where unknown). Call it through
+        `inferVerifiedResultTypes`: it may rely on everything the op's
+        verifier checks of its operands and attributes (a `perm` is a
+        permutation of the data's rank, an axis is in range), and files are
+        untrusted.
       }],
-      "::mlir::LogicalResult", "verifyODSInvariants", (ins), "",
-      "return ::comet::onnx::detail::verifyODSTraits<ConcreteOp>($_op);">,
-    InterfaceMethod<"Infers one type per result (null where unknown).",
       "::mlir::LogicalResult", "inferResultTypes",
       (ins "::llvm::SmallVectorImpl<::mlir::Type> &":$types)>
   ];

@@ -40,22 +40,6 @@ enum class WeightGradForm {
 };
 } // namespace comet::onnx
 
-namespace comet::onnx::detail {
-/// The verification of `Op<ConcreteOp, Traits...>` minus `verify()`: what
-/// ODS generates (core traits such as operand and result counts, then
-/// `verifyInvariantsImpl`). The traits are deduced from the op's base class.
-template <typename ConcreteOp, template <typename> class... Traits>
-llvm::LogicalResult verifyODSTraitsImpl(mlir::Operation *op,
-                                        mlir::Op<ConcreteOp, Traits...> *) {
-  return mlir::op_definition_impl::verifyTraits<Traits<ConcreteOp>...>(op);
-}
-template <typename ConcreteOp>
-llvm::LogicalResult verifyODSTraits(ConcreteOp op) {
-  return verifyODSTraitsImpl<ConcreteOp>(op.getOperation(),
-                                         static_cast<ConcreteOp *>(nullptr));
-}
-} // namespace comet::onnx::detail
-
 #include "comet/Dialect/ONNX/IR/ONNXInterfaces.h.inc"
 
 #define GET_OP_CLASSES
@@ -84,6 +68,15 @@ bool isSameDomain(llvm::StringRef a, llvm::StringRef b);
 /// The ONNX domain of an onnx dialect op ("" for ai.onnx); null StringRef
 /// for ops that are no ONNX node (onnx.NoValue, onnx.Initializer, others).
 std::optional<llvm::StringRef> getONNXDomain(mlir::Operation *op);
+
+/// The result types that `op`'s TypeInferenceOpInterface gives (null where
+/// unknown), but only once the op's whole verifier (the ODS checks, then its
+/// hand-written verify()) has passed on its current operands, which
+/// inference relies on. Fails without inferring when `op` does not verify
+/// (the verifier's diagnostics are emitted) or has no inference.
+llvm::LogicalResult
+inferVerifiedResultTypes(mlir::Operation *op,
+                         llvm::SmallVectorImpl<mlir::Type> &types);
 
 /// MLIR element type of an ONNX TensorProto.DataType, or null if COMET does
 /// not support it. Signed integers are signless, unsigned ones `ui`, bool i1.
