@@ -1,28 +1,38 @@
 #!/usr/bin/env bash
-# usage: fuzz.sh SECONDS [FUZZER...]
+# usage: fuzz.sh SECONDS [FUZZER...]    a campaign: random seed, SECONDS each
+#        fuzz.sh --ci [FUZZER...]       CI: the same result on every run
 # Builds the libFuzzer targets under ASan and UBSan with clang-22 and runs
-# each named one (default: all) for SECONDS, one after another:
+# each named one (default: all), one after another:
 #   codec-decode     the codec decoders (comet_rt_codec_decompress)
 #   codec-roundtrip  compress then decompress of arbitrary arrays
 #   idx-parse        the IDX dataset parser (comet_rt_idx_parse)
 #   import           the ONNX importer (protobuf reader, import, inference)
 #   checkpoint       the ONNX Runtime checkpoint reader (FlatBuffers)
 # Each first runs its regression inputs (test/fuzz*/regressions/...) once,
-# then fuzzes from its seeds. SECONDS=0 means no time limit; COMET_FUZZ_RUNS
-# caps the executions instead (or as well). Prints one row per fuzzer: the
-# executions libFuzzer counted and the findings (crash, leak, timeout, oom
-# files, kept in $COMET_FUZZ_OUT/<fuzzer>/). Exits non-zero on any finding.
+# then fuzzes from its seeds. A campaign keeps its corpus in
+# $COMET_FUZZ_OUT/<fuzzer>/corpus between runs; SECONDS=0 means no time
+# limit, and COMET_FUZZ_RUNS caps the executions instead (or as well).
+# --ci fuzzes with seed COMET_FUZZ_SEED (default 1) for the fixed number of
+# executions below (COMET_FUZZ_RUNS overrides it), from the checked-in seeds
+# alone and with address randomization off, so two runs execute the same
+# inputs. Prints one row per fuzzer: the executions libFuzzer counted and
+# the findings (crash, leak, timeout, oom files, kept in
+# $COMET_FUZZ_OUT/<fuzzer>/). Exits non-zero on any finding.
 #
 # Build trees: COMET_SAN_BUILD (default build-san; the runtime-only tree of
 # scripts/sanitizers.sh) and COMET_FUZZ_IMPORT_BUILD (default
 # build-fuzz-import; test/fuzz-import/tree). COMET_JOBS: build jobs (2).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-if [ $# -lt 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-  sed -n '2,18p' "$0" >&2
+ci=0
+if [ "${1:-}" = --ci ]; then
+  ci=1 secs=0
+elif [ $# -ge 1 ] && [[ $1 =~ ^[0-9]+$ ]]; then
+  secs=$1
+else
+  sed -n '2,25p' "$0" >&2
   exit 2
 fi
-secs=$1
 shift
 names=("$@")
 [ ${#names[@]} -gt 0 ] ||
@@ -33,6 +43,18 @@ out=${COMET_FUZZ_OUT:-$root/build-fuzz-out}
 jobs=${COMET_JOBS:-2}
 cxx=$(command -v clang++-22 || echo /usr/lib/llvm-22/bin/clang++)
 cc=$(command -v clang-22 || echo /usr/lib/llvm-22/bin/clang)
+
+# Executions per fuzzer under --ci: about 30-60 s each on a 2-core machine
+# that runs other tests beside it (docs/testing.md has the rates).
+ci_runs() {
+  case $1 in
+  codec-decode) echo 200000 ;;
+  codec-roundtrip) echo 60000 ;;
+  idx-parse) echo 1000000 ;;
+  import) echo 15000 ;;
+  checkpoint) echo 150000 ;;
+  esac
+}
 
 need_san=0 need_imp=0 imp_targets=()
 for n in "${names[@]}"; do
@@ -75,12 +97,23 @@ for n in "${names[@]}"; do
   import)
     bin=$imp/fuzz_import
     # The lit inputs and the generate_artifacts fixtures (training, eval,
-    # optimizer and forward graphs) up to 64 KiB, so mutations stay cheap.
+    # optimizer and forward graphs) up to COMET_FUZZ_MAX_LEN bytes (64 KiB:
+    # mutations stay cheap), and for a campaign the .onnx files under the
+    # folders of COMET_FUZZ_EXTRA_SEEDS (colon-separated; the PyTorch
+    # exports, say).
+    cap=${COMET_FUZZ_MAX_LEN:-65536}
     seed=$out/import/seeds
+    rm -rf "$seed"
     mkdir -p "$seed"
+    extra_seeds=()
+    IFS=: read -r -a dirs <<<"${COMET_FUZZ_EXTRA_SEEDS:-}"
+    for d in "${dirs[@]}"; do
+      [ -n "$d" ] && while IFS= read -r f; do extra_seeds+=("$f"); done \
+        < <(find "$d" -name '*.onnx' | sort)
+    done
     for f in "$root"/test/Import/Inputs/*.onnx \
-             "$root"/test/fixtures/models/*/*.onnx; do
-      if [ "$(stat -c %s "$f")" -le 65536 ]; then
+             "$root"/test/fixtures/models/*/*.onnx "${extra_seeds[@]}"; do
+      if [ "$(stat -c %s "$f")" -le "$cap" ]; then
         cp -f "$f" "$seed/$(echo "${f#"$root"/}" | tr / _)"
       fi
     done
@@ -88,7 +121,7 @@ for n in "${names[@]}"; do
     # The lit tests' broken models are regression inputs too.
     regs=("$root"/test/fuzz-import/regressions/* \
           "$root"/test/Import/Inputs/bad-*.onnx)
-    extra=(-max_len=131072 -timeout=20) ;;
+    extra=(-max_len=$((cap > 131072 ? cap : 131072)) -timeout=20) ;;
   checkpoint)
     bin=$imp/fuzz_checkpoint
     # The fixtures' checkpoints up to 128 KiB, and the truncated halves of
@@ -109,6 +142,8 @@ for n in "${names[@]}"; do
     extra=(-max_len=131072) ;;
   esac
   dir=$out/$n
+  # Under --ci the corpus starts from the seeds alone, every run.
+  [ $ci = 1 ] && rm -rf "$dir/corpus"
   mkdir -p "$dir/corpus"
   rm -f "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-*
   # Regression inputs: every one must still run clean.
@@ -122,13 +157,24 @@ for n in "${names[@]}"; do
       status=1
     fi
   fi
-  limits=(-max_total_time="$secs")
-  [ -n "${COMET_FUZZ_RUNS:-}" ] && limits+=(-runs="$COMET_FUZZ_RUNS")
-  echo "== $n: ${secs}s${COMET_FUZZ_RUNS:+, at most $COMET_FUZZ_RUNS runs} from ${seeds[*]}"
+  wrap=()
+  if [ $ci = 1 ]; then
+    runs=${COMET_FUZZ_RUNS:-$(ci_runs "$n")}
+    # -reload=0: rereading the corpus folder every second is timing.
+    limits=(-seed="${COMET_FUZZ_SEED:-1}" -runs="$runs" -reload=0)
+    # Hash tables keyed by addresses (MLIR's uniquing) probe differently
+    # from run to run under randomized addresses, and coverage follows.
+    wrap=(setarch "$(uname -m)" -R)
+    echo "== $n: $runs runs, seed ${COMET_FUZZ_SEED:-1}, from ${seeds[*]}"
+  else
+    limits=(-max_total_time="$secs")
+    [ -n "${COMET_FUZZ_RUNS:-}" ] && limits+=(-runs="$COMET_FUZZ_RUNS")
+    echo "== $n: ${secs}s${COMET_FUZZ_RUNS:+, at most $COMET_FUZZ_RUNS runs} from ${seeds[*]}"
+  fi
   rc=0
-  "$bin" "${limits[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    "${extra[@]}" -artifact_prefix="$dir/" "$dir/corpus" "${seeds[@]}" \
-    >"$dir/fuzz.log" 2>&1 || rc=$?
+  "${wrap[@]}" "$bin" "${limits[@]}" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 "${extra[@]}" -artifact_prefix="$dir/" \
+    "$dir/corpus" "${seeds[@]}" >"$dir/fuzz.log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log" |
     tail -n 1)
   findings=$(find "$dir" -maxdepth 1 -type f \
@@ -139,10 +185,17 @@ for n in "${names[@]}"; do
     tail -n 40 "$dir/fuzz.log"
     status=1
   fi
-  rows+=("$(printf '%-16s %14s %9s  %s' "$n" "${execs:-?}" "$count" \
-    "$(echo $findings)")")
+  # Coverage, features and corpus size at the end: under --ci, the same on
+  # every run.
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$dir/fuzz.log" | tail -n 1 || true)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$done_line")
+  corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$done_line")
+  rows+=("$(printf '%-16s %11s %7s %7s %6s %9s  %s' "$n" "${execs:-?}" \
+    "${cov:-?}" "${ft:-?}" "${corp:-?}" "$count" "$(echo $findings)")")
 done
 
-printf '\n%-16s %14s %9s  %s\n' fuzzer executions findings files
+printf '\n%-16s %11s %7s %7s %6s %9s  %s\n' fuzzer executions cov ft corpus \
+  findings files
 printf '%s\n' "${rows[@]}"
 exit $status

@@ -3,12 +3,11 @@
 # Configures (once, scripts/configure-san.sh) and builds a clang-22
 # runtime-only tree with ASan and UBSan and the libFuzzer targets, runs its
 # ctest, then runs the runtime fuzzers (codec decoders, codec round trip,
-# IDX parser) for a bounded time through scripts/fuzz.sh. COMET_FUZZ_SECONDS
-# sets the time per fuzzer (default 30).
+# IDX parser) through `scripts/fuzz.sh --ci`: a fixed seed and a fixed
+# number of executions, so every run gives the same result.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build-san}
-secs=${COMET_FUZZ_SECONDS:-30}
 jobs=${COMET_JOBS:-2}
 "$root/scripts/configure-san.sh" "$build"
 cmake --build "$build" -j "$jobs"
@@ -19,6 +18,6 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 (cd "$build" && ctest --output-on-failure -j "$jobs") || status=1
 COMET_SAN_BUILD=$build COMET_FUZZ_OUT=$build/fuzz-out \
-  "$root/scripts/fuzz.sh" "$secs" codec-decode codec-roundtrip idx-parse ||
+  "$root/scripts/fuzz.sh" --ci codec-decode codec-roundtrip idx-parse ||
   status=1
 exit $status
