@@ -81,3 +81,22 @@ func.func @eval_positions(%ids: tensor<?x4xi64>, %pe: tensor<4x8xf32>, %c: tenso
   %ec = onnx.Identity(%e) : (tensor<1x?x8xf32>) -> tensor<1x4x8xf32>
   return %ec, %r, %cb, %cat, %len : tensor<1x4x8xf32>, tensor<f32>, tensor<1x1x4x4xi1>, tensor<2xi64>, tensor<2xi64>
 }
+
+// -----
+
+// The roles the driver binds inputs by: the loss's labels are marked with
+// the number of classes (the scores' dim 1) and take the scores' rows, 2 x
+// 4 tokens = 8, not the batch; the token ids that the embedding Gather
+// reads are marked with the table's rows.
+// CHECK-LABEL: func.func @language_model(
+// CHECK-SAME: %{{.*}}: memref<2x4xi64> {comet.index_range = 16 : i64, onnx.name = "input"}
+// CHECK-SAME: %{{.*}}: memref<8xi64> {comet.labels = 10 : i64, onnx.name = "labels"}
+// CHECK-SAME: %{{.*}}: memref<16x10xf32> {onnx.name = "emb"}
+func.func @language_model(%ids: tensor<?x4xi64> {onnx.name = "input"}, %labels: tensor<?xi64> {onnx.name = "labels"}, %emb: tensor<16x10xf32> {onnx.name = "emb"}) -> tensor<f32> {
+  %x = onnx.Gather(%emb, %ids) {axis = 0 : i64} : (tensor<16x10xf32>, tensor<?x4xi64>) -> tensor<?x4x10xf32>
+  %s = onnx.Initializer "s" dense<[-1, 10]> : tensor<2xi64>
+  %scores = onnx.Reshape(%x, %s) : (tensor<?x4x10xf32>, tensor<2xi64>) -> tensor<?x10xf32>
+  %none = onnx.NoValue
+  %loss, %lp = onnx.SoftmaxCrossEntropyLoss(%scores, %labels, %none) : (tensor<?x10xf32>, tensor<?xi64>, none) -> (tensor<f32>, none)
+  return %loss : tensor<f32>
+}

@@ -63,6 +63,45 @@ MemRefType memrefOf(Type tensorType) {
   return MemRefType::get(rt.getShape(), rt.getElementType());
 }
 
+/// Argument attributes that tell the driver the roles of the inputs it
+/// binds (docs/execution.md, "Inputs by role").
+constexpr llvm::StringLiteral kLabelsAttr = "comet.labels";
+constexpr llvm::StringLiteral kIndexRangeAttr = "comet.index_range";
+
+/// The number of classes when `arg` is the labels of a loss: its scores'
+/// dim 1 (0 where that is not static).
+std::optional<int64_t> labelClasses(BlockArgument arg) {
+  for (Operation *user : arg.getUsers()) {
+    auto sl = comet::onnx::getLossScoresAndLabels(user);
+    if (!sl || sl->second != arg)
+      continue;
+    auto st = dyn_cast<RankedTensorType>(sl->first.getType());
+    return st && st.getRank() >= 2 && !st.isDynamicDim(1) ? st.getDimSize(1)
+                                                            : 0;
+  }
+  return std::nullopt;
+}
+
+/// When integer `arg` is the indices of Gathers (token ids into an
+/// embedding table), the number of valid ids: the smallest of their data's
+/// dims along the axis.
+std::optional<int64_t> indexRange(BlockArgument arg) {
+  std::optional<int64_t> range;
+  for (Operation *user : arg.getUsers()) {
+    auto g = dyn_cast<comet::onnx::GatherOp>(user);
+    if (!g || g.getIndices() != arg)
+      continue;
+    auto dt = dyn_cast<RankedTensorType>(g.getData().getType());
+    if (!dt)
+      return std::nullopt;
+    int64_t axis = g.getAxis() < 0 ? g.getAxis() + dt.getRank() : g.getAxis();
+    if (axis < 0 || axis >= dt.getRank() || dt.isDynamicDim(axis))
+      return std::nullopt;
+    range = std::min(range.value_or(INT64_MAX), dt.getDimSize(axis));
+  }
+  return range;
+}
+
 /// Lowers one function. Owns the builder state for it.
 class FuncLowering {
 public:
@@ -1136,8 +1175,15 @@ LogicalResult FuncLowering::run() {
   unsigned nArgs = oldF.getNumArguments();
   newF.setArgAttrs(
       0, b.getDictionaryAttr(b.getNamedAttr("comet.context", b.getUnitAttr())));
-  for (unsigned i = 0; i < nArgs; ++i)
-    newF.setArgAttrs(1 + i, oldF.getArgAttrDict(i));
+  for (unsigned i = 0; i < nArgs; ++i) {
+    NamedAttrList attrs(oldF.getArgAttrDict(i));
+    BlockArgument a = entry.getArgument(i);
+    if (std::optional<int64_t> classes = labelClasses(a))
+      attrs.set(kLabelsAttr, b.getI64IntegerAttr(*classes));
+    if (std::optional<int64_t> range = indexRange(a))
+      attrs.set(kIndexRangeAttr, b.getI64IntegerAttr(*range));
+    newF.setArgAttrs(1 + i, attrs.getDictionary(ctx));
+  }
   for (unsigned i = 0; i < oldF.getNumResults(); ++i) {
     SmallVector<NamedAttribute> attrs;
     if (DictionaryAttr d = oldF.getResultAttrDict(i))

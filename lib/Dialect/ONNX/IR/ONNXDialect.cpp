@@ -180,6 +180,15 @@ Type comet::onnx::getElementType(MLIRContext *ctx, int64_t dataType) {
   }
 }
 
+std::optional<std::pair<Value, Value>>
+comet::onnx::getLossScoresAndLabels(Operation *op) {
+  if (auto l = dyn_cast<SoftmaxCrossEntropyLossOp>(op))
+    return std::make_pair(l.getScores(), l.getLabels());
+  if (auto l = dyn_cast<SoftmaxCrossEntropyLossInternalOp>(op))
+    return std::make_pair(l.getScores(), l.getLabels());
+  return std::nullopt;
+}
+
 std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
   Attribute attr;
   // The shape of a static tensor is known: once the lowering has

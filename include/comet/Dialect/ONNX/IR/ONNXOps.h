@@ -88,6 +88,12 @@ mlir::Type getElementType(mlir::MLIRContext *ctx, int64_t dataType);
 /// constants, or by an integer Range of constants.
 std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value v);
 
+/// The scores and labels operands of a softmax cross-entropy loss
+/// (SoftmaxCrossEntropyLoss, ONNX Runtime's SoftmaxCrossEntropyLossInternal);
+/// nullopt for any other op.
+std::optional<std::pair<mlir::Value, mlir::Value>>
+getLossScoresAndLabels(mlir::Operation *op);
+
 } // namespace comet::onnx
 
 #endif // COMET_DIALECT_ONNX_IR_ONNXOPS_H
