@@ -172,11 +172,17 @@ def test_gpt_trains_on_synthetic_tokens(compress, tmp_path):
 
 
 def test_gpt_needs_token_data(tmp_path):
-    """Fashion-MNIST's images do not fit a model whose input is token ids:
-    an error that says so and names the way out."""
+    """Image samples do not fit a model whose input is token ids: synthetic
+    images of --synthetic-shape and Fashion-MNIST are errors that say so
+    and name the way out."""
+    d = model_dir("gpt")
+    p = subprocess.run([tool("comet-train"), str(d), "--data", "synthetic",
+                        "--synthetic-shape", "1x28x28", "--max-steps", "1", "--quiet"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1
+    assert "--synthetic-shape gives image samples" in p.stderr, p.stderr
     if not os.path.isdir(FMNIST):
         pytest.skip("dataset-fashion-mnist not installed")
-    d = model_dir("gpt")
     p = subprocess.run([tool("comet-train"), str(d), "--data", "fashion-mnist",
                         "--data-dir", FMNIST, "--max-steps", "1", "--quiet"],
                        capture_output=True, text=True, timeout=600)

@@ -67,6 +67,9 @@ std::string TrainingData::openTokens(const Trainer &trainer) {
            shapeStr(sample.data(), sample.size()) +
            " per sample]; the " + opts.source +
            " data are images: use --data synthetic";
+  if (!opts.syntheticShape.empty())
+    return "--synthetic-shape gives image samples; the model's data are "
+           "int64 token ids, sequences of its own length";
   if (sample.size() != 1)
     return "the model's token input takes " +
            shapeStr(sample.data(), sample.size()) +
