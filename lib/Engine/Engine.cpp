@@ -168,6 +168,13 @@ Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
     a.shape.assign(mt.getShape().begin(), mt.getShape().end());
     a.elemBytes = elemBytesOf(mt.getElementType());
     a.isResult = static_cast<bool>(f.getArgAttr(i, "comet.result"));
+    // Roles the lowering marks (include/comet/Conversion/Passes.td).
+    if (auto c = f.getArgAttrOfType<IntegerAttr>(i, "comet.labels")) {
+      a.isLabels = true;
+      a.valueRange = c.getInt();
+    }
+    if (auto r = f.getArgAttrOfType<IntegerAttr>(i, "comet.index_range"))
+      a.valueRange = r.getInt();
     out.args.push_back(std::move(a));
   }
   if (auto siteAttrs =
@@ -434,7 +441,7 @@ Error Engine::compile(const EngineOptions &options) {
   return Error::success();
 }
 
-Expected<float> Engine::computeGradients(const float *images,
+Expected<float> Engine::computeGradients(const void *images,
                                          const int64_t *labels) {
   if (!impl->compiled)
     return err("Engine::compile has not run");
@@ -444,7 +451,7 @@ Expected<float> Engine::computeGradients(const float *images,
   return loss;
 }
 
-Expected<float> Engine::step(const float *images, const int64_t *labels) {
+Expected<float> Engine::step(const void *images, const int64_t *labels) {
   if (!impl->compiled)
     return err("Engine::compile has not run");
   float loss = 0;
@@ -455,7 +462,7 @@ Expected<float> Engine::step(const float *images, const int64_t *labels) {
 
 bool Engine::hasEval() const { return impl->trainer.hasEval(); }
 
-Error Engine::evaluate(const float *images, const int64_t *labels, int64_t n,
+Error Engine::evaluate(const void *images, const int64_t *labels, int64_t n,
                        double &meanLoss, int64_t &numCorrect) {
   return toError(
       impl->trainer.evaluate(images, labels, n, meanLoss, numCorrect));

@@ -271,7 +271,7 @@ llvm::json::Object EngineTuner::slotReport(int64_t slot) const {
 
 Expected<std::vector<GradErrorMeasurement>>
 comet::measureGradError(Engine &compressed, Engine &reference,
-                        const float *images, const int64_t *labels) {
+                        const void *images, const int64_t *labels) {
   for (const std::string &p : compressed.trainableParameters())
     if (Error e = reference.setParameter(p, compressed.parameter(p)))
       return std::move(e);

@@ -55,6 +55,9 @@ TORCH_MODELS = {
     # SplitTraining against ORT), into the build folder like the large ones.
     "embedding": (17, False),
     "actnet": (17, True),
+    # A GPT-style decoder on int64 token ids (Split, Equal, Where, Range);
+    # opset 16 for the decomposed LayerNorm, as the transformer.
+    "gpt": (16, False),
 }
 TORCH_ENV_HINT = ("the PyTorch models need torch and torchvision: run with "
                   ".venv-export/bin/python (made by scripts/setup.sh)")
@@ -102,21 +105,45 @@ def _batchnorm_stats(model: onnx.ModelProto) -> set[str]:
     return stats
 
 
+# metadata_props key under which torch_to_onnx lists the module's float
+# buffers (a JSON list of initializer names): state that is not trained.
+FROZEN_KEY = "comet.frozen"
+
+
+def _declared_frozen(model: onnx.ModelProto) -> set[str]:
+    for p in model.metadata_props:
+        if p.key == FROZEN_KEY:
+            return set(json.loads(p.value))
+    return set()
+
+
 def trainable_params(model: onnx.ModelProto) -> tuple[list[str], list[str]]:
     """Split float initializers into (requires_grad, frozen).
 
-    BatchNormalization running statistics are frozen; every other float
-    initializer is trained."""
-    stats = _batchnorm_stats(model)
+    BatchNormalization running statistics and the initializers the model
+    declares frozen (a torch module's buffers, such as a causal mask) are
+    frozen; every other float initializer is trained."""
+    stats = _batchnorm_stats(model) | _declared_frozen(model)
     floats = [i.name for i in model.graph.initializer
               if i.data_type == onnx.TensorProto.FLOAT]
     return [n for n in floats if n not in stats], [n for n in floats if n in stats]
 
 
+def _dummy_input(module):
+    """What the export traces: the module's example_input(2) where it has
+    one (the GPT's token ids), else a [2, 1, 28, 28] float batch."""
+    import torch
+
+    if hasattr(module, "example_input"):
+        return module.example_input(2)
+    return torch.zeros(2, 1, 28, 28, dtype=torch.float32)
+
+
 def torch_to_onnx(module, opset: int = OPSET) -> onnx.ModelProto:
-    """Export a torch.nn.Module taking [batch, 1, 28, 28] to an ONNX model
-    with the same input/output names and symbolic batch dim as the built-in
-    models.  Only used when torch is installed."""
+    """Export a torch.nn.Module taking [batch, 1, 28, 28] (or its
+    example_input) to an ONNX model with the same input/output names and
+    symbolic batch dim as the built-in models.  Only used when torch is
+    installed."""
     import torch
 
     import warnings
@@ -124,7 +151,7 @@ def torch_to_onnx(module, opset: int = OPSET) -> onnx.ModelProto:
     import torch
 
     module = module.to("cpu")
-    dummy = torch.zeros(2, 1, 28, 28, dtype=torch.float32)
+    dummy = _dummy_input(module)
     buf = io.BytesIO()
     module.train()
     # Tracing runs one training-mode forward, which moves the BatchNorm
@@ -151,6 +178,15 @@ def torch_to_onnx(module, opset: int = OPSET) -> onnx.ModelProto:
     for init in model.graph.initializer:
         if init.name in before:
             init.CopyFrom(numpy_helper.from_array(before[init.name].numpy(), init.name))
+    # Buffers are state, not parameters: trainable_params freezes them. It
+    # knows BatchNorm's statistics from the graph; others (a registered
+    # causal mask) are listed in the model's metadata, which models without
+    # such buffers do not get, so their exports stay as they were.
+    inits = {i.name for i in model.graph.initializer}
+    buffers = sorted(n for n, b in module.named_buffers() if b.is_floating_point()
+                     and n in inits and n not in _batchnorm_stats(model))
+    if buffers:
+        onnx.helper.set_model_props(model, {FROZEN_KEY: json.dumps(buffers)})
     # The artifacts builder expects the parameters as initializers only.
     init_names = {i.name for i in model.graph.initializer}
     kept = [i for i in model.graph.input if i.name not in init_names]

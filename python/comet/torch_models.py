@@ -2,7 +2,9 @@
 
 Each is built with torch.manual_seed(seed) (and torch's own initializers,
 so the weights are the ones a user gets), takes a [batch, 1, 28, 28] input and
-gives [batch, 10] logits.  comet.export turns them into ONNX with
+gives [batch, 10] logits; `gpt` takes int64 token ids [batch, seq_len] and
+gives [batch * seq_len, vocab] logits (its `example_input` is what the
+export traces).  comet.export turns them into ONNX with
 torch.onnx.export in training mode and then into ONNX Runtime training
 artifacts; docs/models.md describes them and the op types of their graphs.
 
@@ -154,15 +156,87 @@ def embedding() -> nn.Module:
     return Embedding()
 
 
+class GptBlock(nn.Module):
+    """A pre-norm decoder block as GPT code writes it: one Linear makes q, k
+    and v (`.split(d, dim=2)`), the causal mask is a registered `tril`
+    buffer applied with `masked_fill(mask == 0, -inf)`, then softmax,
+    dropout, the output projection and a GELU MLP (4 x d)."""
+
+    def __init__(self, d, heads, seq_len, dropout):
+        super().__init__()
+        assert d % heads == 0, (d, heads)
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+        self.drop = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.tril(torch.ones(seq_len, seq_len))
+                             .view(1, 1, seq_len, seq_len))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        hd = C // self.heads
+        q = q.view(B, T, self.heads, hd).transpose(1, 2)
+        k = k.view(B, T, self.heads, hd).transpose(1, 2)
+        v = v.view(B, T, self.heads, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / hd ** 0.5)
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        att = self.drop(torch.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.drop(self.proj(y))
+        return x + self.drop(self.fc2(torch.nn.functional.gelu(self.fc(self.ln2(x)))))
+
+
+class Gpt(nn.Module):
+    """A GPT-style decoder over int64 token ids [batch, seq_len]: token and
+    position nn.Embedding, `layers` GptBlocks, LayerNorm and a Linear head
+    without bias. It returns the next-token logits as [batch * seq_len,
+    vocab] (`logits.view(-1, vocab)`, as GPT training code does), so ONNX
+    Runtime's cross-entropy takes one label per token. The defaults are
+    small enough for tests; a bench size is layers=6, d_model=384,
+    heads=6, seq_len=512."""
+
+    def __init__(self, vocab=256, d_model=64, heads=4, layers=2, seq_len=32,
+                 dropout=0.1):
+        super().__init__()
+        self.vocab, self.seq_len = vocab, seq_len
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Embedding(seq_len, d_model)
+        self.blocks = nn.Sequential(*[GptBlock(d_model, heads, seq_len, dropout)
+                                      for _ in range(layers)])
+        self.ln = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, idx):
+        B, T = idx.shape
+        pos = torch.arange(0, T, dtype=torch.long).unsqueeze(0)
+        x = self.blocks(self.tok(idx) + self.pos(pos))
+        return self.head(self.ln(x)).view(-1, self.vocab)
+
+    def example_input(self, batch: int) -> torch.Tensor:
+        """What comet.export traces: a batch of token ids."""
+        return torch.zeros(batch, self.seq_len, dtype=torch.long)
+
+
+def gpt(**kwargs) -> nn.Module:
+    return Gpt(**kwargs)
+
+
 # The names comet.export.TORCH_MODELS lists (with each one's opset).
 BUILDERS = {"cnn": cnn, "transformer": transformer, "resnet18": resnet18,
             "mobilenet_v2": mobilenet_v2, "actnet": actnet,
-            "embedding": embedding}
+            "embedding": embedding, "gpt": gpt}
 
 
-def build(name: str, seed: int = 0) -> nn.Module:
-    """The model `name` with weights drawn after torch.manual_seed(seed)."""
+def build(name: str, seed: int = 0, **kwargs) -> nn.Module:
+    """The model `name` with weights drawn after torch.manual_seed(seed);
+    kwargs go to its constructor (e.g. gpt's layers, d_model, heads,
+    seq_len)."""
     if name not in BUILDERS:
         raise ValueError(f"unknown torch model {name!r}: expected one of {sorted(BUILDERS)}")
     torch.manual_seed(seed)
-    return BUILDERS[name]()
+    return BUILDERS[name](**kwargs)

@@ -158,6 +158,43 @@ def test_checked_in_fixture_is_small(name):
     assert sum(f.stat().st_size for f in (FIXTURES / name).iterdir()) < 2 * 1024 * 1024
 
 
+def test_gpt_export(export_python, tmp_path):
+    """The gpt as a user exports it: int64 token ids [batch, 32] in, logits
+    [batch * 32, 256] out (`view(-1, vocab)`), so ONNX Runtime's labels are
+    declared ['batch'] (they hold one label per token). The causal masks,
+    registered buffers, are frozen parameters (inputs of the training graph
+    without a gradient buffer); the graphs hold the ops that make it a GPT:
+    Split (q, k, v), Equal and Where (the mask, and its gradient), and in
+    the eval graph Range (the positions) and Reciprocal."""
+    r = _run([export_python, "-m", "comet.export", "--torch-models", tmp_path,
+              "--only", "gpt"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = tmp_path / "gpt"
+    fwd = onnx.load(d / "model.onnx")
+    (inp,), (out,) = fwd.graph.input, fwd.graph.output
+    assert (inp.name, dims(inp)) == ("input", ["batch", 32])
+    assert inp.type.tensor_type.elem_type == onnx.TensorProto.INT64
+    assert out.name == "logits" and dims(out)[0] == "batch"
+    trainable, frozen = export.trainable_params(fwd)
+    assert frozen == ["blocks.0.mask", "blocks.1.mask"]
+    size = {i.name: int(np.prod(i.dims)) for i in fwd.graph.initializer}
+    # 256 x 64 token and 32 x 64 position tables, 2 blocks of 49,984, the
+    # final LayerNorm and the 64 x 256 head; two 32 x 32 masks.
+    assert (sum(size[p] for p in trainable), sum(size[p] for p in frozen)) == (134912, 2048)
+
+    tm = onnx.load(d / "training_model.onnx")
+    ins = {i.name: i for i in tm.graph.input}
+    assert [i.name for i in tm.graph.input][:2] == ["input", "labels"]
+    assert dims(ins["labels"]) == ["batch"]
+    assert ins["labels"].type.tensor_type.elem_type == onnx.TensorProto.INT64
+    assert "blocks.0.mask" in ins and "blocks.0.mask_grad.accumulation.buffer" not in ins
+    ops = {(dm, t) for dm, t, _ in export.list_ops(d / "training_model.onnx")}
+    assert {("ai.onnx", "Split"), ("ai.onnx", "Equal"), ("ai.onnx", "Where"),
+            ("com.microsoft", "GatherGrad")} <= ops
+    eval_ops = {t for _, t, _ in export.list_ops(d / "eval_model.onnx")}
+    assert {"Split", "Equal", "Where", "Range", "Reciprocal"} <= eval_ops
+
+
 def test_torch_model_cli_errors(export_python, tmp_path):
     r = _run([export_python, "-m", "comet.export", "--torch-models", tmp_path, "--only", "alexnet"])
     assert r.returncode == 2 and "unknown torch model" in r.stderr

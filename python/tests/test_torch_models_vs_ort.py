@@ -1,8 +1,9 @@
 """One training step of the PyTorch-exported models (cnn, transformer,
-actnet, resnet18, mobilenet_v2, embedding) through comet-train against ONNX Runtime on the same
+actnet, resnet18, mobilenet_v2, embedding, gpt) through comet-train against ONNX Runtime on the same
 training_model.onnx: the loss and every parameter gradient must agree
 within 1e-4 relative (max |comet - ort| / max |ort| per tensor; 1e-3 for
-mobilenet_v2's gradients, see MODEL_TOL).
+mobilenet_v2's gradients, see MODEL_TOL). The gpt's batch is token ids
+and one label per token (see step_batch).
 
 ONNX Runtime's Dropout draws its own random numbers, which COMET cannot
 reproduce. comet-train --dump-grads writes COMET's masks; the ORT side
@@ -16,8 +17,8 @@ follows) is rounding residue on both sides; it must stay below 1e-5 of the
 model's largest gradient instead.
 
 resnet18 and mobilenet_v2 are too large to check in, and the small
-embedding model (GatherGrad, ConcatTraining, SplitTraining) is made on
-demand; they live in
+embedding model (GatherGrad, ConcatTraining, SplitTraining) and gpt (Split,
+Equal, Where) are made on demand; they live in
 $COMET_BUILD_DIR/models (default build/models, written by
 scripts/export-torch-models.sh, as for test_torch_models.py). Without them
 the tests skip, and fail under CI=true."""
@@ -51,13 +52,17 @@ MODEL_TOL = {"mobilenet_v2": 1e-3}
 # gradient counts of the transformer and the embedding model (all
 # parameters).
 HAS_BATCHNORM = {"cnn", "resnet18", "mobilenet_v2"}
-NUM_GRADS = {"transformer": 31, "embedding": 6}
+NUM_GRADS = {"transformer": 31, "embedding": 6, "gpt": 29}
 # Ops a model must contain to test what it is there for: the embedding
 # model has the three forms ORT gives an exported GELU (fused with the
 # Linear's bias, alone after the Gather, and unfused after a Mul).
 KEY_OPS = {"embedding": {"Gather", "GatherGrad", "ConcatTraining", "SplitTraining",
                          "BiasGelu", "BiasGeluGrad_dX", "Gelu", "GeluGrad",
-                         "Erf", "Neg", "Exp"}}
+                         "Erf", "Neg", "Exp"},
+           # The gpt: q/k/v by Split, the causal mask by Equal and Where (a
+           # second Where in the backward), the embeddings' GatherGrad.
+           "gpt": {"Split", "Equal", "Where", "Gather", "GatherGrad", "Softmax",
+                   "SoftmaxGrad_13", "Dropout", "DropoutGrad"}}
 # A gradient below this fraction of the model's largest is zero in exact
 # arithmetic (rounding residue is ~1e-6 of it).
 ZERO = 1e-5
@@ -110,7 +115,10 @@ def masks_as_inputs(model: onnx.ModelProto, masks: dict) -> onnx.ModelProto:
 def mask_shapes(model: onnx.ModelProto) -> dict:
     """The shape of each Dropout mask: the inferred dims, with -1 for the
     symbolic one (the batch, or batch x heads for attention), which the
-    mask's size resolves."""
+    mask's size resolves. Where two are symbolic (the gpt's attention mask
+    [batch, heads, T, T], heads coming from a Reshape target that ONNX's
+    inference does not follow through ConcatTraining), the leading one is
+    the batch."""
     inferred = onnx.shape_inference.infer_shapes(model)
     vi = {v.name: v for v in inferred.graph.value_info}
     shapes = {}
@@ -118,6 +126,8 @@ def mask_shapes(model: onnx.ModelProto) -> dict:
         if node.op_type == "Dropout" and len(node.output) > 1:
             dims = [d.dim_value if d.HasField("dim_value") else -1
                     for d in vi[node.output[1]].type.tensor_type.shape.dim]
+            if dims.count(-1) > 1:
+                dims[dims.index(-1)] = BATCH
             assert dims.count(-1) <= 1, (node.name, dims)
             shapes[node.output[1]] = dims
     return shapes
@@ -185,10 +195,31 @@ def rel(a, b):
     return float(np.max(np.abs(a - b))) / scale
 
 
+def step_batch(d: pathlib.Path, rng):
+    """A batch for the model in `d`: [BATCH, 1, 28, 28] floats and one label
+    in [0, 10) per sample, or, for a model whose input is int64 token ids
+    [batch, seq] (the gpt), ids in [0, vocab) (the rows of the embedding
+    table the input indexes) and one label per token in [0, classes): the
+    logits' last dim, or the vocab where torch leaves that dim symbolic
+    (the gpt's `view(-1, vocab)`)."""
+    fwd = onnx.load(str(d / "model.onnx"))
+    (inp,), out = fwd.graph.input, fwd.graph.output[0]
+    if inp.type.tensor_type.elem_type != onnx.TensorProto.INT64:
+        return (rng.random((BATCH, 1, 28, 28), dtype=np.float32),
+                rng.integers(0, 10, size=BATCH, dtype=np.int64))
+    seq = [x.dim_value for x in inp.type.tensor_type.shape.dim[1:]]
+    shapes = {t.name: list(t.dims) for t in fwd.graph.initializer}
+    (table,) = {n.input[0] for n in fwd.graph.node
+                if n.op_type == "Gather" and n.input[1] == inp.name}
+    vocab = shapes[table][0]
+    classes = out.type.tensor_type.shape.dim[-1].dim_value or vocab
+    tokens = rng.integers(0, vocab, size=[BATCH, *seq], dtype=np.int64)
+    return tokens, rng.integers(0, classes, size=tokens.size, dtype=np.int64)
+
+
 def comet_step(d: pathlib.Path, tmp_path, seed=0):
     rng = np.random.default_rng(7)
-    images = rng.random((BATCH, 1, 28, 28), dtype=np.float32)
-    labels = rng.integers(0, 10, size=BATCH, dtype=np.int64)
+    images, labels = step_batch(d, rng)
     images.tofile(tmp_path / "in.bin")
     labels.tofile(tmp_path / "labels.bin")
     out = tmp_path / f"dump{seed}"
@@ -208,7 +239,7 @@ def comet_step(d: pathlib.Path, tmp_path, seed=0):
 
 
 @pytest.mark.parametrize("name", ["cnn", "transformer", "actnet", "resnet18",
-                                  "mobilenet_v2", "embedding"])
+                                  "mobilenet_v2", "embedding", "gpt"])
 def test_one_step_matches_ort(name, tmp_path):
     d = model_dir(name)
     images, labels, out, raw_masks = comet_step(d, tmp_path)

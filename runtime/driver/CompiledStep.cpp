@@ -53,6 +53,8 @@ static Entry entryOf(const comet_aot_entry &e) {
     info.shape.assign(a.shape, a.shape + a.rank);
     info.elemBytes = a.elem_bytes;
     info.isResult = a.is_result != 0;
+    info.isLabels = a.is_labels != 0;
+    info.valueRange = a.value_range;
     out.args.push_back(std::move(info));
   }
   return out;

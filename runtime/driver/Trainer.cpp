@@ -134,19 +134,76 @@ static std::string quoted(const std::vector<std::string> &names) {
   return r;
 }
 
+/// Of a graph's inputs that are no parameter, gradient buffer or flag
+/// (`rest`, indices into args), the data and the labels: the labels are
+/// the input the loss reads (isLabels) and the data the one other input;
+/// in a graph without that mark, the one float input and the one int64
+/// input. `graph` and `notParamsOf` name them in messages.
+static std::string pickDataAndLabels(const std::vector<ArgInfo> &args,
+                                     const std::vector<size_t> &rest,
+                                     const std::string &graph,
+                                     const std::string &notParamsOf,
+                                     size_t &data, size_t &labels) {
+  std::vector<std::string> dataNames, labelNames;
+  std::vector<size_t> dataIdx, labelIdx;
+  bool marked = false;
+  for (size_t i : rest)
+    marked |= args[i].isLabels;
+  bool allFloat = true;
+  for (size_t i : rest) {
+    const ArgInfo &a = args[i];
+    bool isLabels = marked ? a.isLabels : a.elemBytes == 8;
+    bool isData = marked ? !a.isLabels : a.elemBytes == 4;
+    if (isLabels) {
+      labelIdx.push_back(i);
+      labelNames.push_back(a.name);
+    } else if (isData) {
+      dataIdx.push_back(i);
+      dataNames.push_back(a.name);
+      allFloat &= a.elemBytes == 4;
+    }
+  }
+  if (dataIdx.size() != 1)
+    return dataIdx.empty()
+               ? "the " + graph + " has no " + (marked ? "" : "float ") +
+                     "input for the data: every " +
+                     (marked ? "input but the labels" : "float input") +
+                     " is a parameter of " + notParamsOf +
+                     " or a gradient buffer"
+               : "the " + graph + "'s data input is ambiguous: the " +
+                     (allFloat ? "float " : "") + "inputs " +
+                     quoted(dataNames) + " are not parameters of " +
+                     notParamsOf + " (expected exactly one)";
+  if (labelIdx.size() != 1)
+    return labelIdx.empty()
+               ? "the " + graph + " has no int64 input for the labels"
+               : "the " + graph + "'s labels input is ambiguous: " +
+                     (marked ? "the loss reads " : "int64 inputs ") +
+                     quoted(labelNames) + " (expected exactly one)";
+  data = dataIdx[0];
+  labels = labelIdx[0];
+  if (args[labels].elemBytes != 8)
+    return "the " + graph + "'s labels input '" + args[labels].name +
+           "' must be int64";
+  if (args[data].elemBytes != 4 && args[data].elemBytes != 8)
+    return "the " + graph + "'s data input '" + args[data].name +
+           "' must be float32 or int64 (token ids)";
+  return "";
+}
+
 std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
                                const std::string &weightsName) {
   train = std::move(entry);
   static const std::string gradSuffix = "_grad.accumulation.buffer";
   // Each input's role comes from the graph's own input list: gradient
   // buffers and lazy_reset_grad by ORT's names, parameters by the weights,
-  // and what is left must be one float data batch and one int64 labels.
+  // and what is left must be the data batch and the labels.
   for (const ArgInfo &a : train.args) {
     size_t pos = a.name.find(gradSuffix);
     if (pos != std::string::npos)
       gradOf[a.name.substr(0, pos)] = a.name;
   }
-  std::vector<std::string> dataNames, labelNames;
+  std::vector<size_t> rest;
   for (size_t i = 0; i < train.args.size(); ++i) {
     const ArgInfo &a = train.args[i];
     std::string name = a.isResult ? "result:" + std::to_string(i) : a.name;
@@ -164,10 +221,8 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
       isParam = true;
     } else if (gradOf.count(name)) {
       return "no initial value for parameter '" + name + "' in " + weightsName;
-    } else if (a.elemBytes == 4) {
-      dataNames.push_back(name);
-    } else if (a.elemBytes == 8) {
-      labelNames.push_back(name);
+    } else if (a.elemBytes == 4 || a.elemBytes == 8) {
+      rest.push_back(i);
     } else {
       return "training graph input '" + name + "' is neither a parameter of " +
              weightsName +
@@ -194,28 +249,27 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
     else
       frozen.push_back(name);
   }
-  if (dataNames.size() != 1)
-    return dataNames.empty()
-               ? "the training graph has no float input for the data: "
-                 "every float input is a parameter of " +
-                     weightsName + " or a gradient buffer"
-               : "the training graph's data input is ambiguous: the float "
-                 "inputs " +
-                     quoted(dataNames) + " are not parameters of " +
-                     weightsName + " (expected exactly one)";
-  if (labelNames.size() != 1)
-    return labelNames.empty()
-               ? std::string("the training graph has no int64 input for the "
-                             "labels")
-               : "the training graph's labels input is ambiguous: int64 "
-                 "inputs " +
-                     quoted(labelNames) + " (expected exactly one)";
-  input = buffer(dataNames[0]);
-  labels = buffer(labelNames[0]);
+  size_t dataArg = 0, labelsArg = 0;
+  if (std::string e = pickDataAndLabels(train.args, rest, "training graph",
+                                        weightsName, dataArg, labelsArg);
+      !e.empty())
+    return e;
+  input = trainArgs[dataArg];
+  labels = trainArgs[labelsArg];
   if (input->shape.size() < 2)
-    return "the training graph's data input '" + dataNames[0] +
+    return "the training graph's data input '" + input->name +
            "' must be a batch of samples (rank >= 2)";
   sample.assign(input->shape.begin() + 1, input->shape.end());
+  // One label per sample, or several (a language model's: one per token).
+  int64_t B = input->shape[0];
+  if (B <= 0 || labels->numel % B != 0 || labels->numel == 0)
+    return "the training graph's labels input '" + labels->name + "' " +
+           dimsStr(labels->shape) + " does not hold the same number of "
+           "labels for each of the " + std::to_string(B) + " samples of '" +
+           input->name + "'";
+  perSampleLabels = labels->numel / B;
+  labelClasses = train.args[labelsArg].valueRange;
+  dataValues = input->elemBytes == 8 ? train.args[dataArg].valueRange : 0;
   lazyReset = buffer("lazy_reset_grad");
   for (size_t i = 0; i < train.args.size(); ++i)
     if (train.args[i].isResult) {
@@ -308,9 +362,9 @@ std::string Trainer::runOptimizer() {
 
 std::string Trainer::bindEval(Entry entry, const std::string &evalName) {
   // Inputs by role, as in the training graph: the training graph's
-  // parameters are shared, and what is left must be one float data batch
-  // and one int64 labels.
-  std::vector<size_t> data, lab;
+  // parameters are shared, and what is left must be the data batch and the
+  // labels.
+  std::vector<size_t> rest;
   for (size_t i = 0; i < entry.args.size(); ++i) {
     const ArgInfo &a = entry.args[i];
     if (a.isResult)
@@ -318,45 +372,43 @@ std::string Trainer::bindEval(Entry entry, const std::string &evalName) {
     Buffer *b = buffer(a.name);
     if (b && b->category == COMET_RT_MEM_PARAMS)
       continue;
-    if (a.elemBytes == 4)
-      data.push_back(i);
-    else if (a.elemBytes == 8)
-      lab.push_back(i);
-    else
+    if (a.elemBytes != 4 && a.elemBytes != 8)
       return evalName + ": input '" + a.name +
-             "' is neither a parameter of the training graph, float data "
-             "nor int64 labels";
+             "' is neither a parameter of the training graph, data nor "
+             "int64 labels";
+    rest.push_back(i);
   }
-  auto names = [&](const std::vector<size_t> &idx) {
-    std::string r;
-    for (size_t i : idx)
-      r += (r.empty() ? "'" : ", '") + entry.args[i].name + "'";
-    return r;
-  };
-  if (data.size() != 1)
-    return evalName +
-           ": expected exactly one float input that is not a parameter of "
-           "the training graph (the data), got " +
-           std::to_string(data.size()) +
-           (data.empty() ? "" : ": " + names(data));
-  if (lab.size() != 1)
-    return evalName + ": expected exactly one int64 input (the labels), got " +
-           std::to_string(lab.size()) + (lab.empty() ? "" : ": " + names(lab));
-  const std::vector<int64_t> &shape = entry.args[data[0]].shape;
-  if (shape.empty() || shape[0] != batchSize() ||
-      std::vector<int64_t>(shape.begin() + 1, shape.end()) != sample)
-    return evalName + ": the data input '" + entry.args[data[0]].name +
+  size_t data = 0, lab = 0;
+  if (std::string e = pickDataAndLabels(entry.args, rest, "eval graph",
+                                        "the training graph", data, lab);
+      !e.empty())
+    return evalName + ": " + e;
+  const ArgInfo &d = entry.args[data];
+  if (d.shape.empty() || d.shape[0] != batchSize() ||
+      std::vector<int64_t>(d.shape.begin() + 1, d.shape.end()) != sample ||
+      d.elemBytes != input->elemBytes)
+    return evalName + ": the data input '" + d.name +
            "' must be a batch of the training graph's samples";
+  int64_t numLabels = 1;
+  for (int64_t x : entry.args[lab].shape)
+    numLabels *= x;
+  if (numLabels != batchSize() * perSampleLabels)
+    return evalName + ": the labels input '" + entry.args[lab].name + "' " +
+           dimsStr(entry.args[lab].shape) + " must hold " +
+           std::to_string(perSampleLabels) + " label(s) per sample, as in "
+           "training";
   const ArgInfo &logits = entry.args.back();
-  if (!logits.isResult || logits.shape.size() != 2)
-    return evalName + ": the last result must be the 2-D logits";
-  evalData = data[0];
-  evalLabels = lab[0];
+  if (!logits.isResult || logits.shape.size() != 2 ||
+      logits.shape[0] != numLabels)
+    return evalName + ": the last result must be the 2-D logits, one row "
+                      "per label";
+  evalData = data;
+  evalLabels = lab;
   eval = std::move(entry);
   return "";
 }
 
-std::string Trainer::computeGradients(const float *images, const int64_t *lab,
+std::string Trainer::computeGradients(const void *images, const int64_t *lab,
                                       float &lossOut) {
   if (!loss)
     return "the training graph is not bound";
@@ -381,7 +433,7 @@ std::string Trainer::computeGradients(const float *images, const int64_t *lab,
   return copy(&lossOut, loss->data, sizeof(float));
 }
 
-std::string Trainer::step(const float *images, const int64_t *lab,
+std::string Trainer::step(const void *images, const int64_t *lab,
                           float &lossOut) {
   std::string e = computeGradients(images, lab, lossOut);
   if (!e.empty())
@@ -392,7 +444,7 @@ std::string Trainer::step(const float *images, const int64_t *lab,
   return runOptimizer();
 }
 
-std::string Trainer::evaluate(const float *images, const int64_t *lab,
+std::string Trainer::evaluate(const void *images, const int64_t *lab,
                               int64_t n, double &meanLoss,
                               int64_t &numCorrect) {
   if (!hasEval())
@@ -424,8 +476,10 @@ std::string Trainer::evaluate(const float *images, const int64_t *lab,
     own.push_back(std::move(b));
   }
   logits = args.back();
-  int64_t B = batchSize(), classes = logits->shape[1];
-  int64_t per = in->numel / B;
+  // Each row of the logits is one label's prediction: L rows per sample.
+  int64_t B = batchSize(), classes = logits->shape[1], L = perSampleLabels;
+  size_t per = (in->numel / B) * in->elemBytes;
+  const auto *bytes = static_cast<const uint8_t *>(images);
   std::vector<float> host(logits->numel);
   double lossSum = 0;
   numCorrect = 0;
@@ -434,8 +488,8 @@ std::string Trainer::evaluate(const float *images, const int64_t *lab,
     comet_rt_memset(rt.get(), in->data, 0, in->bytes());
     comet_rt_memset(rt.get(), labBuf->data, 0, labBuf->bytes());
     for (std::string e :
-         {copy(in->data, images + start * per, m * per * sizeof(float)),
-          copy(labBuf->data, lab + start, m * sizeof(int64_t))})
+         {copy(in->data, bytes + start * per, m * per),
+          copy(labBuf->data, lab + start * L, m * L * sizeof(int64_t))})
       if (!e.empty())
         return e;
     std::string e = eval.invoke(rt.get(), args);
@@ -444,7 +498,7 @@ std::string Trainer::evaluate(const float *images, const int64_t *lab,
     if (e = copy(host.data(), logits->data, logits->bytes()); !e.empty())
       return e;
     const float *z = host.data();
-    for (int64_t r = 0; r < m; ++r) {
+    for (int64_t r = 0; r < m * L; ++r) {
       const float *row = z + r * classes;
       int64_t best = 0;
       float mx = row[0];
@@ -456,13 +510,13 @@ std::string Trainer::evaluate(const float *images, const int64_t *lab,
       double s = 0;
       for (int64_t c = 0; c < classes; ++c)
         s += std::exp(double(row[c]) - mx);
-      int64_t y = lab[start + r];
+      int64_t y = lab[start * L + r];
       if (y >= 0 && y < classes)
         lossSum += std::log(s) + mx - row[y];
       numCorrect += best == y;
     }
   }
-  meanLoss = n > 0 ? lossSum / n : 0;
+  meanLoss = n > 0 ? lossSum / (n * L) : 0;
   return "";
 }
 

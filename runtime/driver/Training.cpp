@@ -59,16 +59,64 @@ static std::string shapeStr(const int64_t *s, size_t n) {
   return r;
 }
 
+/// Synthetic token sequences for a model whose data are int64 token ids.
+std::string TrainingData::openTokens(const Trainer &trainer) {
+  const std::vector<int64_t> &sample = trainer.sampleShape();
+  if (opts.source != "synthetic")
+    return "the model's data input takes int64 token ids [" +
+           shapeStr(sample.data(), sample.size()) +
+           " per sample]; the " + opts.source +
+           " data are images: use --data synthetic";
+  if (!opts.syntheticShape.empty())
+    return "--synthetic-shape gives image samples; the model's data are "
+           "int64 token ids, sequences of its own length";
+  if (sample.size() != 1)
+    return "the model's token input takes " +
+           shapeStr(sample.data(), sample.size()) +
+           " per sample; synthetic token data are one sequence per sample";
+  if (trainer.dataRange() <= 0)
+    return "the model's int64 data input is not read by a Gather of a "
+           "static table, so the range of its token ids is unknown";
+  if (trainer.numClasses() <= 0)
+    return "the number of classes of the model's labels is unknown";
+  comet_rt_dataset_free(train);
+  comet_rt_dataset_free(test);
+  train = test = nullptr;
+  int32_t rc = comet_rt_dataset_synthetic_tokens(
+      opts.syntheticSize, sample[0], trainer.dataRange(), perSampleLabels,
+      trainer.numClasses(), opts.seed, &train);
+  if (rc == 0 && opts.wantEval)
+    rc = comet_rt_dataset_synthetic_tokens(
+        1000, sample[0], trainer.dataRange(), perSampleLabels,
+        trainer.numClasses(), opts.seed + 1, &test);
+  if (rc != 0)
+    return std::string("cannot make the synthetic token data: ") +
+           comet_rt_last_error();
+  tokens = true;
+  perSample = sample[0];
+  return "";
+}
+
 std::string TrainingData::makeLoader(const Trainer &trainer) {
   const std::vector<int64_t> &sample = trainer.sampleShape();
-  int64_t ds[3];
-  comet_rt_dataset_sample_shape(train, ds);
-  if (sample.size() != 3 || sample[0] != ds[0] || sample[1] != ds[1] ||
-      sample[2] != ds[2])
-    return "the " + opts.source + " samples are " + shapeStr(ds, 3) +
-           " but the model's input takes " +
-           shapeStr(sample.data(), sample.size()) + " per sample";
-  perSample = ds[0] * ds[1] * ds[2];
+  perSampleLabels = trainer.labelsPerSample();
+  if (trainer.dataElemBytes() == 8) {
+    if (std::string e = openTokens(trainer); !e.empty())
+      return e;
+  } else {
+    int64_t ds[3];
+    comet_rt_dataset_sample_shape(train, ds);
+    if (sample.size() != 3 || sample[0] != ds[0] || sample[1] != ds[1] ||
+        sample[2] != ds[2])
+      return "the " + opts.source + " samples are " + shapeStr(ds, 3) +
+             " but the model's input takes " +
+             shapeStr(sample.data(), sample.size()) + " per sample";
+    if (perSampleLabels != 1)
+      return "the model takes " + std::to_string(perSampleLabels) +
+             " labels per sample; the " + opts.source +
+             " data have one per image";
+    perSample = ds[0] * ds[1] * ds[2];
+  }
   batch = trainer.batchSize();
   if (comet_rt_loader_create(train, batch, /*shuffle=*/1, opts.seed,
                              /*drop_last=*/1, &loader) != 0)
@@ -78,11 +126,18 @@ std::string TrainingData::makeLoader(const Trainer &trainer) {
   return "";
 }
 
-bool TrainingData::nextBatch(float *images, int64_t *labels, int64_t epoch) {
-  if (comet_rt_loader_next(loader, images, labels) == batch)
+int64_t TrainingData::next(void *data, int64_t *labels) {
+  return tokens ? comet_rt_loader_next_tokens(
+                      loader, static_cast<int64_t *>(data), labels)
+                : comet_rt_loader_next(loader, static_cast<float *>(data),
+                                       labels);
+}
+
+bool TrainingData::nextBatch(void *data, int64_t *labels, int64_t epoch) {
+  if (next(data, labels) == batch)
     return true;
   comet_rt_loader_start_epoch(loader, epoch);
-  return comet_rt_loader_next(loader, images, labels) == batch;
+  return next(data, labels) == batch;
 }
 
 int64_t TrainingData::batchesPerEpoch() const {
@@ -96,8 +151,18 @@ const TrainingData::TestSamples &TrainingData::testSamples(int64_t limit) {
   int64_t n = comet_rt_dataset_size(test);
   if (limit > 0)
     n = std::min<int64_t>(n, limit);
+  testCache.count = n;
+  testCache.labels.resize(n * perSampleLabels);
+  if (tokens) {
+    testCache.tokens.resize(n * perSample);
+    for (int64_t i = 0; i < n; ++i)
+      comet_rt_dataset_get_tokens(test, i,
+                                  testCache.tokens.data() + i * perSample,
+                                  testCache.labels.data() +
+                                      i * perSampleLabels);
+    return testCache;
+  }
   testCache.images.resize(n * perSample);
-  testCache.labels.resize(n);
   for (int64_t i = 0; i < n; ++i)
     comet_rt_dataset_get(test, i, testCache.images.data() + i * perSample,
                          testCache.labels.data() + i);
@@ -114,12 +179,13 @@ static std::string evaluateNow(Trainer &trainer, TrainingData &data,
                                const RunOptions &options, RunResult &r,
                                double &accuracy, double &loss) {
   const TrainingData::TestSamples &t = data.testSamples(options.evalSamples);
-  int64_t n = t.labels.size(), correct = 0;
-  std::string e =
-      trainer.evaluate(t.images.data(), t.labels.data(), n, loss, correct);
+  int64_t n = t.count, correct = 0;
+  std::string e = trainer.evaluate(t.data(), t.labels.data(), n, loss, correct);
   if (!e.empty())
     return e;
-  accuracy = n ? double(correct) / n : 0;
+  // Each label is one prediction: per token for a language model.
+  int64_t predictions = n * trainer.labelsPerSample();
+  accuracy = predictions ? double(correct) / predictions : 0;
   r.evalHistory.push_back(
       {r.steps, double(r.steps) / data.batchesPerEpoch(), accuracy, loss});
   return "";
@@ -131,15 +197,17 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
   int64_t total = comet_rt_loader_num_batches(data.loader) * options.epochs;
   if (options.maxSteps > 0)
     total = std::min<int64_t>(total, options.maxSteps);
-  std::vector<float> images(batch * data.sampleElements());
-  std::vector<int64_t> labels(batch);
+  // A batch of float pixels or int64 token ids, 8-byte aligned either way.
+  std::vector<int64_t> batchData(
+      (batch * data.sampleElements() * data.sampleBytes() + 7) / 8);
+  std::vector<int64_t> labels(batch * data.labelsPerSample());
   bool tty = !options.quiet && isatty(STDOUT_FILENO);
   comet_rt_context *rt = trainer.context();
   r.lastLoss = NAN;
   for (int64_t ep = 0; ep < options.epochs && r.steps < total; ++ep) {
     comet_rt_loader_start_epoch(data.loader, ep);
-    while (r.steps < total && comet_rt_loader_next(data.loader, images.data(),
-                                                   labels.data()) == batch) {
+    while (r.steps < total &&
+           data.next(batchData.data(), labels.data()) == batch) {
       if (r.steps == 1) // the second step: caches warm, handles in use
         trainer.recordTimelineOfNextStep();
       auto t0 = std::chrono::steady_clock::now();
@@ -147,7 +215,7 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
       if (options.beforeStep)
         options.beforeStep(r.steps);
       float loss = 0;
-      std::string e = trainer.step(images.data(), labels.data(), loss);
+      std::string e = trainer.step(batchData.data(), labels.data(), loss);
       if (e.empty() && options.afterStep)
         options.afterStep(r.steps);
       auto t1 = std::chrono::steady_clock::now();

@@ -1,4 +1,4 @@
-//===- Data.cpp - IDX reader, synthetic source and batch loader -----------===//
+//===- Data.cpp - IDX reader, synthetic sources and batch loader ----------===//
 
 #include "comet/runtime/data.h"
 #include "Internal.h"
@@ -80,6 +80,10 @@ int32_t readFile(const std::string &path, std::vector<uint8_t> &out) {
 struct comet_rt_dataset {
   int64_t n = 0, c = 1, h = 0, w = 0, numClasses = 10;
   bool synthetic = false;
+  // A token dataset (comet_rt_dataset_synthetic_tokens): w = the sequence
+  // length, ids in [0, vocab), labelsPerSample labels per sample.
+  bool tokens = false;
+  int64_t vocab = 0, labelsPerSample = 1;
   uint64_t seed = 0;
   uint8_t *images = nullptr; // n*h*w, counted as "other"
   uint8_t *labels = nullptr; // n
@@ -236,6 +240,74 @@ int32_t comet_rt_dataset_synthetic(int64_t n, int64_t c, int64_t h, int64_t w,
   return ok();
 }
 
+int32_t comet_rt_dataset_synthetic_tokens(int64_t n, int64_t seqLen,
+                                          int64_t vocab,
+                                          int64_t labelsPerSample,
+                                          int64_t numClasses, uint64_t seed,
+                                          comet_rt_dataset **out) {
+  if (!out)
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT, "synthetic tokens: null out");
+  *out = nullptr;
+  if (n <= 0 || seqLen <= 0 || vocab <= 0 || numClasses <= 0 ||
+      labelsPerSample <= 0 || labelsPerSample > seqLen)
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                concat("synthetic tokens: bad shape n=", n,
+                       " seq_len=", seqLen, " vocab=", vocab,
+                       " labels_per_sample=", labelsPerSample,
+                       " classes=", numClasses,
+                       " (labels_per_sample must be in [1, seq_len])"));
+  auto ds = new comet_rt_dataset();
+  ds->n = n;
+  ds->c = 1;
+  ds->h = 1;
+  ds->w = seqLen;
+  ds->numClasses = numClasses;
+  ds->synthetic = true;
+  ds->tokens = true;
+  ds->vocab = vocab;
+  ds->labelsPerSample = labelsPerSample;
+  ds->seed = seed;
+  *out = ds;
+  return ok();
+}
+
+int32_t comet_rt_dataset_is_tokens(const comet_rt_dataset *ds) {
+  return ds && ds->tokens ? 1 : 0;
+}
+
+int64_t comet_rt_dataset_labels_per_sample(const comet_rt_dataset *ds) {
+  return ds ? ds->labelsPerSample : 0;
+}
+
+int32_t comet_rt_dataset_get_tokens(const comet_rt_dataset *ds,
+                                    int64_t index, int64_t *tokens,
+                                    int64_t *labels) {
+  if (!ds || !tokens || !labels)
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                "dataset_get_tokens: null argument");
+  if (!ds->tokens)
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                "dataset_get_tokens: not a token dataset");
+  if (index < 0 || index >= ds->n)
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                concat("dataset_get_tokens: index ", index, " out of [0, ",
+                       ds->n, ")"));
+  // A walk s_0, s_1, ... with s_{k+1} = s_k + 1, 2 or 3 (mod vocab): the
+  // sequence is s_0..s_{T-1}, label j the next id after position
+  // T - L + j, modulo the classes.
+  uint64_t state = ds->seed * 0x9E3779B97F4A7C15ull + (uint64_t)index;
+  splitmix64(state);
+  int64_t T = ds->w, L = ds->labelsPerSample;
+  uint64_t s = bounded(state, (uint64_t)ds->vocab);
+  for (int64_t k = 0; k < T; ++k) {
+    tokens[k] = (int64_t)s;
+    s = (s + 1 + bounded(state, 3)) % (uint64_t)ds->vocab;
+    if (k >= T - L)
+      labels[k - (T - L)] = (int64_t)(s % (uint64_t)ds->numClasses);
+  }
+  return ok();
+}
+
 void comet_rt_dataset_free(comet_rt_dataset *ds) { delete ds; }
 
 int64_t comet_rt_dataset_size(const comet_rt_dataset *ds) {
@@ -259,6 +331,9 @@ int32_t comet_rt_dataset_get(const comet_rt_dataset *ds, int64_t index,
                              float *image, int64_t *label) {
   if (!ds || !image || !label)
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT, "dataset_get: null argument");
+  if (ds->tokens)
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                "dataset_get: a token dataset (comet_rt_dataset_get_tokens)");
   if (index < 0 || index >= ds->n)
     return fail(
         COMET_RT_ERROR_INVALID_ARGUMENT,
@@ -318,7 +393,7 @@ int64_t comet_rt_loader_num_batches(const comet_rt_loader *ld) {
 
 int64_t comet_rt_loader_next(comet_rt_loader *ld, float *images,
                              int64_t *labels) {
-  if (!ld || !images || !labels)
+  if (!ld || !images || !labels || ld->ds->tokens)
     return 0;
   int64_t left = ld->ds->n - ld->pos;
   int64_t count = left < ld->batch ? left : ld->batch;
@@ -329,6 +404,23 @@ int64_t comet_rt_loader_next(comet_rt_loader *ld, float *images,
   for (int64_t i = 0; i < count; ++i)
     comet_rt_dataset_get(ld->ds, ld->order[ld->pos + i], images + i * sample,
                          labels + i);
+  ld->pos += count;
+  return count;
+}
+
+int64_t comet_rt_loader_next_tokens(comet_rt_loader *ld, int64_t *tokens,
+                                    int64_t *labels) {
+  if (!ld || !tokens || !labels || !ld->ds->tokens)
+    return 0;
+  int64_t left = ld->ds->n - ld->pos;
+  int64_t count = left < ld->batch ? left : ld->batch;
+  if (count <= 0 || (ld->dropLast && count < ld->batch))
+    return 0;
+  int64_t T = ld->ds->w, L = ld->ds->labelsPerSample;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count; ++i)
+    comet_rt_dataset_get_tokens(ld->ds, ld->order[ld->pos + i], tokens + i * T,
+                                labels + i * L);
   ld->pos += count;
   return count;
 }

@@ -1,7 +1,7 @@
 //===- Elementwise.cpp - Elementwise glue, accumulators, optimizers -------===//
 //
 // Small OpenMP loops: ReLU and its gradient, broadcasting Add/Sub/Mul/Div,
-// comparisons, And, Clip and Expand,
+// comparisons, Where, And, Clip and Expand,
 // Scale, copies, InPlaceAccumulatorV2, and the optimizer updates
 // (AdamWOptimizer, SGDOptimizerV2, SGD with momentum).
 //
@@ -201,6 +201,10 @@ int32_t comet_rt_cpu_compare(comet_rt_context *, comet_rt_memref *am,
     return binary<float, float, uint8_t>(
         "compare <=", am, bm, ym,
         [](float x, float z) { return uint8_t(x <= z); });
+  case COMET_RT_COMPARE_EQ:
+    return binary<float, float, uint8_t>(
+        "compare ==", am, bm, ym,
+        [](float x, float z) { return uint8_t(x == z); });
   }
   return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
               "compare: unknown predicate " + std::to_string(predicate));
@@ -211,6 +215,34 @@ int32_t comet_rt_cpu_and_i1(comet_rt_context *, comet_rt_memref *am,
   return binary<uint8_t, uint8_t, uint8_t>(
       "and", am, bm, ym,
       [](uint8_t x, uint8_t z) { return uint8_t(x != 0 && z != 0); });
+}
+
+int32_t comet_rt_cpu_where(comet_rt_context *, comet_rt_memref *cm,
+                           comet_rt_memref *xm, comet_rt_memref *ym,
+                           comet_rt_memref *om) {
+  Tensor c, x, y, o;
+  COMET_RT_TRY(view(cm, 1, "where condition", c));
+  COMET_RT_TRY(view(xm, 4, "where X", x));
+  COMET_RT_TRY(view(ym, 4, "where Y", y));
+  COMET_RT_TRY(view(om, 4, "where output", o));
+  std::vector<int64_t> cx, want, sc, sx, sy;
+  COMET_RT_CHECK(broadcastShape(c.dims, x.dims, cx) &&
+                     broadcastShape(cx, y.dims, want) && want == o.dims,
+                 "where: condition ", shapeStr(c.dims), ", X ",
+                 shapeStr(x.dims), " and Y ", shapeStr(y.dims),
+                 " do not broadcast to the output ", shapeStr(o.dims));
+  broadcastStrides(c.dims, o.dims, sc);
+  broadcastStrides(x.dims, o.dims, sx);
+  broadcastStrides(y.dims, o.dims, sy);
+  const uint8_t *pc = c.as<uint8_t>();
+  const float *px = x.f(), *py = y.f();
+  float *po = o.f();
+  int64_t n = o.numel();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    po[i] = pc[bcastOffset(i, o.dims, sc)] ? px[bcastOffset(i, o.dims, sx)]
+                                           : py[bcastOffset(i, o.dims, sy)];
+  return ok();
 }
 
 int32_t comet_rt_cpu_cast_i1_f32(comet_rt_context *, comet_rt_memref *xm,

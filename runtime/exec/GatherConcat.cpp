@@ -3,8 +3,9 @@
 // What torch's export leaves for an eval graph (LayerNorm as Pow/Sqrt, GELU
 // as Erf), the Exp of an unfused GELU's gradient, and what ONNX Runtime's
 // gradient builder writes for embeddings and concatenation: Gather and
-// GatherGrad, Concat (one input at a time) and SplitTraining (one output at
-// a time), and a float-to-i64 Cast.
+// GatherGrad, Concat (one input at a time), Split and SplitTraining (one
+// output at a time), a float-to-i64 Cast, and the Reciprocal of an exported
+// attention's scale.
 // oneDNN eltwise where it has the op, loops otherwise.
 //
 //===----------------------------------------------------------------------===//
@@ -176,6 +177,19 @@ int32_t comet_rt_cpu_erf(comet_rt_context *, comet_rt_memref *xm,
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i)
     py[i] = std::erf(px[i]);
+  return ok();
+}
+
+int32_t comet_rt_cpu_reciprocal(comet_rt_context *, comet_rt_memref *xm,
+                                comet_rt_memref *ym) {
+  Tensor x, y;
+  COMET_RT_TRY(unaryViews("reciprocal", xm, ym, x, y));
+  const float *px = x.f();
+  float *py = y.f();
+  int64_t n = x.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    py[i] = 1.0f / px[i];
   return ok();
 }
 

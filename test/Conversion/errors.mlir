@@ -85,3 +85,33 @@ func.func @pad_dynamic(%x: tensor<2x3xf32>, %pads: tensor<4xi64>) -> tensor<2x5x
   %y = onnx.Pad(%x, %pads, %none, %none) : (tensor<2x3xf32>, tensor<4xi64>, none, none) -> tensor<2x5xf32>
   return %y : tensor<2x5xf32>
 }
+
+// -----
+
+// Split needs its lengths when lowered: a split known only at run time has
+// none.
+func.func @split_dynamic(%x: tensor<2x8xf32>, %s: tensor<2xi64>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{Split needs a constant split or a static dim to divide}}
+  %a, %b = onnx.Split(%x, %s) {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2xi64>) -> (tensor<2x4xf32>, tensor<2x4xf32>)
+  return %a : tensor<2x4xf32>
+}
+
+// -----
+
+// Equal compares f32 tensors (the causal mask); other types have no kernel.
+func.func @equal_i64(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi1> {
+  // expected-error @+1 {{Equal of 'tensor<4xi64>' is not supported (f32)}}
+  %c = onnx.Equal(%a, %b) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+  return %c : tensor<4xi1>
+}
+
+// -----
+
+// A Range whose limit is only known at run time does not fold.
+func.func @range_dynamic(%l: tensor<i64>) -> tensor<4xi64> {
+  %z = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %o = onnx.Constant {value = dense<1> : tensor<i64>} : tensor<i64>
+  // expected-error @+1 {{Range is only supported on integer constants}}
+  %r = onnx.Range(%z, %l, %o) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
+  return %r : tensor<4xi64>
+}

@@ -174,7 +174,8 @@ public:
     SmallVector<Constant *> args;
     for (const comet::ArgInfo &a : e.args)
       args.push_back(record({str(a.name), i(a.shape.size()), i64s(a.shape),
-                             i(a.elemBytes), i(a.isResult)}));
+                             i(a.elemBytes), i(a.isResult), i(a.isLabels),
+                             i(a.valueRange)}));
     return record(
         {str(e.funcName), packed, i(e.args.size()), array(args, ".args")});
   }

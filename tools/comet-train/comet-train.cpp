@@ -102,11 +102,15 @@ static cl::opt<std::string> dumpGrads(
              "masks.json maps '<Dropout node>:1' to its file) to this "
              "directory"),
     cl::init(""), cl::cat(cat));
+static cl::opt<std::string> inputsFile(
+    "inputs",
+    cl::desc("Raw batch for --dump-grads (f32, or i64 token ids for a model "
+             "whose data input is int64)"),
+    cl::init(""), cl::cat(cat));
 static cl::opt<std::string>
-    inputsFile("inputs", cl::desc("Raw f32 batch for --dump-grads"),
-               cl::init(""), cl::cat(cat));
-static cl::opt<std::string>
-    labelsFile("labels", cl::desc("Raw i64 labels for --dump-grads"),
+    labelsFile("labels",
+               cl::desc("Raw i64 labels for --dump-grads (as many per sample "
+                        "as the model's labels input holds)"),
                cl::init(""), cl::cat(cat));
 // Bound tuner (--compress adaptive), docs/tuning.md.
 static cl::opt<comet::tuner::Rule> boundRule(
@@ -199,14 +203,17 @@ static bool writeRaw(StringRef path, const void *src, size_t bytes) {
 }
 
 static int runDumpGrads(comet::Engine &engine) {
+  const comet::Trainer &trainer = engine.trainer();
   int64_t B = engine.batchSize();
   int64_t per = 1;
   for (int64_t d : engine.sampleShape())
     per *= d;
-  std::vector<float> images(B * per);
-  std::vector<int64_t> labels(B);
+  // float32 pixels or int64 token ids, 8-byte aligned either way.
+  size_t dataBytes = B * per * trainer.dataElemBytes();
+  std::vector<int64_t> data((dataBytes + 7) / 8);
+  std::vector<int64_t> labels(B * trainer.labelsPerSample());
   std::string e;
-  if (!readRaw(inputsFile, images.data(), images.size() * 4, e) ||
+  if (!readRaw(inputsFile, data.data(), dataBytes, e) ||
       !readRaw(labelsFile, labels.data(), labels.size() * 8, e))
     return fail(e);
   // The weights the step starts from (a training-mode batch norm updates
@@ -214,7 +221,7 @@ static int runDumpGrads(comet::Engine &engine) {
   std::vector<std::pair<std::string, std::vector<float>>> start;
   for (const std::string &p : engine.parameters())
     start.push_back({p, engine.parameter(p).vec()});
-  auto loss = engine.computeGradients(images.data(), labels.data());
+  auto loss = engine.computeGradients(data.data(), labels.data());
   if (!loss)
     return fail(loss.takeError());
   sys::fs::create_directories(dumpGrads);
@@ -367,9 +374,10 @@ int main(int argc, char **argv) {
   // The error-model check: the next batch, exact against compressed.
   json::Array errorModel;
   if (!measureErrorModel.empty()) {
-    std::vector<float> images(batch * data.sampleElements());
-    std::vector<int64_t> labels(batch);
-    data.nextBatch(images.data(), labels.data(), epochs);
+    std::vector<int64_t> batchData(
+        (batch * data.sampleElements() * data.sampleBytes() + 7) / 8);
+    std::vector<int64_t> labels(batch * data.labelsPerSample());
+    data.nextBatch(batchData.data(), labels.data(), epochs);
     auto ref = comet::Engine::load(modelPath);
     if (!ref)
       return fail(ref.takeError());
@@ -379,7 +387,7 @@ int main(int argc, char **argv) {
     if (Error e = (*ref)->compile(ro))
       return fail(std::move(e));
     auto ms =
-        comet::measureGradError(engine, **ref, images.data(), labels.data());
+        comet::measureGradError(engine, **ref, batchData.data(), labels.data());
     if (!ms)
       return fail(ms.takeError());
     for (const comet::GradErrorMeasurement &m : *ms) {

@@ -20,7 +20,11 @@ def CometLowerToRuntime : Pass<"comet-lower-to-runtime", "mlir::ModuleOp"> {
       arguments become memrefs of the same shape; one memref argument is
       appended per result (destination passing, marked `comet.result`); and
       the function returns the runtime status (i32, 0 on success) with
-      `llvm.emit_c_interface`. The caller owns all these buffers.
+      `llvm.emit_c_interface`. The caller owns all these buffers. The
+      argument a loss reads as labels is marked `comet.labels = <classes>`
+      (its scores' dim 1), an integer argument that Gathers read as
+      indices `comet.index_range = <n>` (the valid ids, [0, n)): the roles
+      the driver binds inputs by.
     - Every value the function computes lives in a buffer from
       `comet_rt_buffer_alloc(ctx, bytes, category)` (a `memref<?xi8>` that
       `memref.view` gives the value's type), counted in the runtime

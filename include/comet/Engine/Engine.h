@@ -101,20 +101,24 @@ public:
   /// parameters, gradients and optimizer state. Call once.
   llvm::Error compile(const EngineOptions &options);
 
-  /// One training step on a batch: images [batch, C, H, W] floats, labels
-  /// [batch] int64. Runs the training graph, then the optimizer. Returns
-  /// the loss; a NaN/Inf loss is an error naming the step.
-  llvm::Expected<float> step(const float *images, const int64_t *labels);
+  /// One training step on a batch: data [batch, sample...] of the data
+  /// input's element type (float32 images, or int64 token ids), labels
+  /// [batch * labels per sample] int64 (Trainer::labelsPerSample(): 1 for a
+  /// classifier, the tokens of a language model). Runs the training graph,
+  /// then the optimizer. Returns the loss; a NaN/Inf loss is an error
+  /// naming the step.
+  llvm::Expected<float> step(const void *data, const int64_t *labels);
 
   /// The training graph only (gradients into the gradient buffers, weights
   /// unchanged). Returns the loss.
-  llvm::Expected<float> computeGradients(const float *images,
+  llvm::Expected<float> computeGradients(const void *data,
                                          const int64_t *labels);
 
   /// Runs the eval graph on n samples (any n; batches of the eval batch
   /// size, the last one padded and its padding ignored). Sets the mean
-  /// loss and the number of correct argmax predictions.
-  llvm::Error evaluate(const float *images, const int64_t *labels, int64_t n,
+  /// loss and the number of correct argmax predictions, both over the
+  /// n * labels-per-sample labels.
+  llvm::Error evaluate(const void *data, const int64_t *labels, int64_t n,
                        double &meanLoss, int64_t &numCorrect);
   bool hasEval() const;
 
@@ -126,7 +130,8 @@ public:
   void resetPeaks();
 
   int64_t batchSize() const;
-  /// C, H, W of one input sample.
+  /// The dims of one input sample (C, H, W of an image, the length of a
+  /// token sequence).
   std::vector<int64_t> sampleShape() const;
   /// Trainable parameters (those with a gradient buffer), in graph order.
   std::vector<std::string> trainableParameters() const;

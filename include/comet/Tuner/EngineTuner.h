@@ -97,7 +97,7 @@ struct GradErrorMeasurement {
 /// afterwards; the masked moment and coherent excess stay collected for
 /// every slot (comet_rt_slot_set_moments).
 llvm::Expected<std::vector<GradErrorMeasurement>>
-measureGradError(Engine &compressed, Engine &reference, const float *images,
+measureGradError(Engine &compressed, Engine &reference, const void *images,
                  const int64_t *labels);
 
 } // namespace comet

@@ -63,6 +63,45 @@ MemRefType memrefOf(Type tensorType) {
   return MemRefType::get(rt.getShape(), rt.getElementType());
 }
 
+/// Argument attributes that tell the driver the roles of the inputs it
+/// binds (docs/execution.md, "Inputs by role").
+constexpr llvm::StringLiteral kLabelsAttr = "comet.labels";
+constexpr llvm::StringLiteral kIndexRangeAttr = "comet.index_range";
+
+/// The number of classes when `arg` is the labels of a loss: its scores'
+/// dim 1 (0 where that is not static).
+std::optional<int64_t> labelClasses(BlockArgument arg) {
+  for (Operation *user : arg.getUsers()) {
+    auto sl = comet::onnx::getLossScoresAndLabels(user);
+    if (!sl || sl->second != arg)
+      continue;
+    auto st = dyn_cast<RankedTensorType>(sl->first.getType());
+    return st && st.getRank() >= 2 && !st.isDynamicDim(1) ? st.getDimSize(1)
+                                                            : 0;
+  }
+  return std::nullopt;
+}
+
+/// When integer `arg` is the indices of Gathers (token ids into an
+/// embedding table), the number of valid ids: the smallest of their data's
+/// dims along the axis.
+std::optional<int64_t> indexRange(BlockArgument arg) {
+  std::optional<int64_t> range;
+  for (Operation *user : arg.getUsers()) {
+    auto g = dyn_cast<comet::onnx::GatherOp>(user);
+    if (!g || g.getIndices() != arg)
+      continue;
+    auto dt = dyn_cast<RankedTensorType>(g.getData().getType());
+    if (!dt)
+      return std::nullopt;
+    int64_t axis = g.getAxis() < 0 ? g.getAxis() + dt.getRank() : g.getAxis();
+    if (axis < 0 || axis >= dt.getRank() || dt.isDynamicDim(axis))
+      return std::nullopt;
+    range = std::min(range.value_or(INT64_MAX), dt.getDimSize(axis));
+  }
+  return range;
+}
+
 /// Lowers one function. Owns the builder state for it.
 class FuncLowering {
 public:
@@ -741,6 +780,19 @@ LogicalResult FuncLowering::lower(Operation *op) {
         return call(Fn::compare,
                     {in(0), in(1), res(0), i64c(COMET_RT_COMPARE_LE)});
       })
+      .Case<EqualOp>([&](EqualOp o) -> LogicalResult {
+        if (!getElementTypeOrSelf(o.getA().getType()).isF32())
+          return o.emitError("comet-lower-to-runtime: Equal of ")
+                 << o.getA().getType() << " is not supported (f32)";
+        return call(Fn::compare,
+                    {in(0), in(1), res(0), i64c(COMET_RT_COMPARE_EQ)});
+      })
+      .Case<WhereOp>([&](WhereOp o) -> LogicalResult {
+        if (!getElementTypeOrSelf(o.getOutput().getType()).isF32())
+          return o.emitError("comet-lower-to-runtime: Where of ")
+                 << o.getOutput().getType() << " is not supported (f32)";
+        return call(Fn::where, {in(0), in(1), in(2), res(0)});
+      })
       .Case<AndOp>([&](AndOp) {
         return call(Fn::and_i1, {in(0), in(1), res(0)});
       })
@@ -755,6 +807,18 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return call(Fn::identity_i64, {in(0), res(0)});
         if (from.isF32() && to.isInteger(64))
           return call(Fn::cast_f32_i64, {in(0), res(0)});
+        if (from == to && to.isInteger(1))
+          return call(Fn::identity_i1, {in(0), res(0)});
+        // A shape entry made float (the 1/sqrt(head_dim) of exported
+        // attention): static, so a constant.
+        if (from.isInteger(64) && to.isF32())
+          if (auto v = onnx::getConstantInts(o.getInput())) {
+            SmallVector<float> f(v->begin(), v->end());
+            return materializeConstant(
+                o.getOutput(),
+                DenseElementsAttr::get(
+                    cast<ShapedType>(o.getOutput().getType()), ArrayRef(f)));
+          }
         return o.emitError("comet-lower-to-runtime: Cast from ")
                << from << " to " << to << " is not supported";
       })
@@ -899,6 +963,16 @@ LogicalResult FuncLowering::lower(Operation *op) {
       .Case<ExpOp>([&](ExpOp) {
         return call(Fn::exp, {in(0), res(0)});
       })
+      .Case<ReciprocalOp>([&](ReciprocalOp) {
+        return call(Fn::reciprocal, {in(0), res(0)});
+      })
+      .Case<RangeOp>([&](RangeOp o) -> LogicalResult {
+        if (!getElementTypeOrSelf(o.getOutput().getType()).isInteger(64) ||
+            !onnx::getConstantInts(o.getOutput()))
+          return o.emitError("comet-lower-to-runtime: Range is only "
+                             "supported on integer constants");
+        return foldI64(o);
+      })
       .Case<GatherOp>([&](GatherOp o) -> LogicalResult {
         Type elt = getElementTypeOrSelf(o.getOutput().getType());
         // An entry of a static shape: a constant.
@@ -922,8 +996,22 @@ LogicalResult FuncLowering::lower(Operation *op) {
       .Case<ConcatOp, ConcatTrainingOp>([&](Operation *o) -> LogicalResult {
         Value out = o->getResult(0);
         auto t = cast<RankedTensorType>(out.getType());
-        if (t.getElementType().isInteger(64) && onnx::getConstantInts(out))
-          return foldI64(o);
+        if (t.getElementType().isInteger(64) && onnx::getConstantInts(out)) {
+          if (failed(foldI64(o)))
+            return failure();
+          auto c = dyn_cast<ConcatTrainingOp>(o);
+          if (!c || isa<NoneType>(c.getPerInputLength().getType()))
+            return success();
+          auto lengths = onnx::getConstantInts(c.getPerInputLength());
+          if (!lengths)
+            return o->emitError("comet-lower-to-runtime: ConcatTraining "
+                                "needs static input lengths");
+          return materializeConstant(
+              c.getPerInputLength(),
+              DenseElementsAttr::get(
+                  cast<ShapedType>(c.getPerInputLength().getType()),
+                  ArrayRef(*lengths)));
+        }
         if (!t.getElementType().isF32() && !t.getElementType().isInteger(64))
           return o->emitError("comet-lower-to-runtime: Concat of ")
                  << t << " is not supported";
@@ -950,6 +1038,25 @@ LogicalResult FuncLowering::lower(Operation *op) {
               DenseElementsAttr::get(
                   cast<ShapedType>(c.getPerInputLength().getType()),
                   ArrayRef(lengths)));
+        return success();
+      })
+      .Case<SplitOp>([&](SplitOp o) -> LogicalResult {
+        auto lengths = o.getSplitLengths();
+        if (!lengths)
+          return o.emitError("comet-lower-to-runtime: Split needs a constant "
+                             "split or a static dim to divide");
+        auto t = cast<RankedTensorType>(o.getInput().getType());
+        if (!t.getElementType().isF32())
+          return o.emitError("comet-lower-to-runtime: Split of ")
+                 << t << " is not supported (f32)";
+        int64_t axis = o.getAxis() < 0 ? o.getAxis() + t.getRank() : o.getAxis();
+        int64_t offset = 0;
+        for (unsigned i = 0; i < o.getNumResults(); ++i) {
+          if (failed(call(Fn::split_part,
+                          {in(0), res(i), i64c(axis), i64c(offset)})))
+            return failure();
+          offset += (*lengths)[i];
+        }
         return success();
       })
       .Case<SplitTrainingOp>([&](SplitTrainingOp o) -> LogicalResult {
@@ -1068,8 +1175,15 @@ LogicalResult FuncLowering::run() {
   unsigned nArgs = oldF.getNumArguments();
   newF.setArgAttrs(
       0, b.getDictionaryAttr(b.getNamedAttr("comet.context", b.getUnitAttr())));
-  for (unsigned i = 0; i < nArgs; ++i)
-    newF.setArgAttrs(1 + i, oldF.getArgAttrDict(i));
+  for (unsigned i = 0; i < nArgs; ++i) {
+    NamedAttrList attrs(oldF.getArgAttrDict(i));
+    BlockArgument a = entry.getArgument(i);
+    if (std::optional<int64_t> classes = labelClasses(a))
+      attrs.set(kLabelsAttr, b.getI64IntegerAttr(*classes));
+    if (std::optional<int64_t> range = indexRange(a))
+      attrs.set(kIndexRangeAttr, b.getI64IntegerAttr(*range));
+    newF.setArgAttrs(1 + i, attrs.getDictionary(ctx));
+  }
   for (unsigned i = 0; i < oldF.getNumResults(); ++i) {
     SmallVector<NamedAttribute> attrs;
     if (DictionaryAttr d = oldF.getResultAttrDict(i))

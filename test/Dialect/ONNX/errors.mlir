@@ -714,3 +714,140 @@ func.func @gather_grad_rank(%s: tensor<2xi64>, %i: tensor<3xi64>, %dy: tensor<3x
   %dx = onnx.GatherGrad(%s, %i, %dy) {axis = 0 : i64} : (tensor<2xi64>, tensor<3xi64>, tensor<3xf32>) -> tensor<4x8xf32>
   return
 }
+
+// -----
+
+// Split: the constant lengths add up to the split dim.
+func.func @split_sum(%x: tensor<2x10xf32>) {
+  %s = onnx.Constant {value = dense<[4, 4]> : tensor<2xi64>} : tensor<2xi64>
+  // expected-error @+1 {{split lengths sum to 8 but the input's dim 1 is 10}}
+  %a, %b = onnx.Split(%x, %s) {axis = 1 : i64} : (tensor<2x10xf32>, tensor<2xi64>) -> (tensor<2x4xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+// Split: one length per output.
+func.func @split_count(%x: tensor<2x10xf32>, %s: tensor<3xi64>) {
+  // expected-error @+1 {{split must have 2 elements (one per output), got 3}}
+  %a, %b = onnx.Split(%x, %s) {axis = 1 : i64} : (tensor<2x10xf32>, tensor<3xi64>) -> (tensor<2x5xf32>, tensor<2x5xf32>)
+  return
+}
+
+// -----
+
+// Split: num_outputs and the split input exclude each other.
+func.func @split_both(%x: tensor<2x10xf32>, %s: tensor<2xi64>) {
+  // expected-error @+1 {{takes either the split input or num_outputs, not both}}
+  %a, %b = onnx.Split(%x, %s) {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<2x10xf32>, tensor<2xi64>) -> (tensor<2x5xf32>, tensor<2x5xf32>)
+  return
+}
+
+// -----
+
+// Split: num_outputs is the number of results.
+func.func @split_num_outputs(%x: tensor<2x10xf32>, %none: none) {
+  // expected-error @+1 {{num_outputs is 3 but the op has 2 results}}
+  %a, %b = onnx.Split(%x, %none) {axis = 1 : i64, num_outputs = 3 : i64} : (tensor<2x10xf32>, none) -> (tensor<2x5xf32>, tensor<2x5xf32>)
+  return
+}
+
+// -----
+
+// Split without lengths (opset 13-17): the dim divides evenly.
+func.func @split_uneven(%x: tensor<2x10xf32>, %none: none) {
+  // expected-error @+1 {{dim 1 of size 10 does not split into 3 equal pieces}}
+  %a, %b, %c = onnx.Split(%x, %none) {axis = 1 : i64} : (tensor<2x10xf32>, none) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+// Split: each output is its piece of the input.
+func.func @split_piece(%x: tensor<2x10xf32>, %none: none) {
+  // expected-error @+1 {{output #1 'tensor<2x4xf32>' is not a piece of the input 'tensor<2x10xf32>' along axis 1}}
+  %a, %b = onnx.Split(%x, %none) {axis = 1 : i64} : (tensor<2x10xf32>, none) -> (tensor<2x5xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+// Split: axis in range.
+func.func @split_axis(%x: tensor<2x10xf32>, %none: none) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %a, %b = onnx.Split(%x, %none) {axis = 2 : i64} : (tensor<2x10xf32>, none) -> (tensor<2x5xf32>, tensor<2x5xf32>)
+  return
+}
+
+// -----
+
+// Equal: a bool result.
+func.func @equal_result(%a: tensor<4xf32>, %b: tensor<f32>) {
+  // expected-error @+1 {{result must be a bool (i1) tensor, got 'f32'}}
+  %c = onnx.Equal(%a, %b) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Where: a bool condition.
+func.func @where_cond(%c: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{condition must be a bool (i1) tensor, got 'f32'}}
+  %y = onnx.Where(%c, %x, %x) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Where: condition, X and Y broadcast together.
+func.func @where_broadcast(%c: tensor<1x3xi1>, %x: tensor<f32>, %y: tensor<2x4xf32>) {
+  // expected-error @+1 {{condition 'tensor<1x3xi1>', X 'tensor<f32>' and Y 'tensor<2x4xf32>' do not broadcast}}
+  %o = onnx.Where(%c, %x, %y) : (tensor<1x3xi1>, tensor<f32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// Where: the output is the broadcast of the three.
+func.func @where_output(%c: tensor<1x4xi1>, %x: tensor<f32>, %y: tensor<2x4xf32>) {
+  // expected-error @+1 {{output 'tensor<4xf32>' is not the broadcast of condition, X and Y}}
+  %o = onnx.Where(%c, %x, %y) : (tensor<1x4xi1>, tensor<f32>, tensor<2x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Where: X and Y of one element type.
+func.func @where_types(%c: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{element type mismatch: X has 'f32' but Y has 'i64'}}
+  %o = onnx.Where(%c, %x, %y) : (tensor<4xi1>, tensor<4xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Range: scalar operands.
+func.func @range_scalar(%s: tensor<1xi64>, %l: tensor<i64>) {
+  // expected-error @+1 {{start must be a scalar, got 'tensor<1xi64>'}}
+  %r = onnx.Range(%s, %l, %l) : (tensor<1xi64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return
+}
+
+// -----
+
+// Range: a zero delta never reaches the limit.
+func.func @range_delta(%s: tensor<i64>, %l: tensor<i64>) {
+  %d = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  // expected-error @+1 {{delta must not be 0}}
+  %r = onnx.Range(%s, %l, %d) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return
+}
+
+// -----
+
+// Reciprocal: float.
+func.func @reciprocal_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{the input must have a float element type, got 'i64'}}
+  %y = onnx.Reciprocal(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return
+}

@@ -138,3 +138,29 @@ func.func @eval_and_embedding_ops(%x: tensor<?x28x64xf32>, %two: tensor<f32>, %w
   %dw = onnx.GatherGrad(%shape, %ids, %d0) {axis = 0 : i64} : (tensor<2xi64>, tensor<?x28xi64>, tensor<?x28x8xf32>) -> tensor<16x8xf32>
   return %e, %c, %dw, %d1 : tensor<?x28x64xf32>, tensor<3xi64>, tensor<16x8xf32>, tensor<?x28x8xf32>
 }
+
+// A GPT-style decoder: q/k/v split by a constant `split` (opset 13) or into
+// equal pieces (opset 18's num_outputs, the last one smaller), the causal
+// mask (Equal of the mask to 0, Where -inf) and its gradient, the
+// positions (Range) and the scale (Reciprocal) of the eval graph.
+// CHECK-LABEL: func.func @gpt_ops
+func.func @gpt_ops(%qkv: tensor<?x32x192xf32>, %mask: tensor<1x1x32x32xf32>, %att: tensor<?x4x32x32xf32>, %zero: tensor<f32>, %ninf: tensor<f32>, %n: tensor<i64>, %d: tensor<f32>, %w: tensor<?x10xf32>) -> (tensor<?x4x32x32xf32>, tensor<?xi64>, tensor<f32>) {
+  %split = onnx.Constant {value = dense<64> : tensor<3xi64>} : tensor<3xi64>
+  // CHECK: onnx.Split(%{{.*}}, %{{.*}}) {axis = 2 : i64} : (tensor<?x32x192xf32>, tensor<3xi64>) -> (tensor<?x32x64xf32>, tensor<?x32x64xf32>, tensor<?x32x64xf32>)
+  %q, %k, %v = onnx.Split(%qkv, %split) {axis = 2 : i64} : (tensor<?x32x192xf32>, tensor<3xi64>) -> (tensor<?x32x64xf32>, tensor<?x32x64xf32>, tensor<?x32x64xf32>)
+  %none = onnx.NoValue
+  // CHECK: onnx.Split(%{{.*}}, %{{.*}}) {axis = -1 : i64, num_outputs = 4 : i64} : (tensor<?x10xf32>, none) -> (tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x1xf32>)
+  %a, %b, %c, %e = onnx.Split(%w, %none) {axis = -1 : i64, num_outputs = 4 : i64} : (tensor<?x10xf32>, none) -> (tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x3xf32>, tensor<?x1xf32>)
+  // CHECK: onnx.Equal(%{{.*}}, %{{.*}}) : (tensor<1x1x32x32xf32>, tensor<f32>) -> tensor<1x1x32x32xi1>
+  %cond = onnx.Equal(%mask, %zero) : (tensor<1x1x32x32xf32>, tensor<f32>) -> tensor<1x1x32x32xi1>
+  // CHECK: onnx.Where(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<1x1x32x32xi1>, tensor<f32>, tensor<?x4x32x32xf32>) -> tensor<?x4x32x32xf32>
+  %m = onnx.Where(%cond, %ninf, %att) : (tensor<1x1x32x32xi1>, tensor<f32>, tensor<?x4x32x32xf32>) -> tensor<?x4x32x32xf32>
+  %dm = onnx.Where(%cond, %zero, %m) : (tensor<1x1x32x32xi1>, tensor<f32>, tensor<?x4x32x32xf32>) -> tensor<?x4x32x32xf32>
+  %s0 = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %s1 = onnx.Constant {value = dense<1> : tensor<i64>} : tensor<i64>
+  // CHECK: onnx.Range(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pos = onnx.Range(%s0, %n, %s1) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  // CHECK: onnx.Reciprocal(%{{.*}}) : (tensor<f32>) -> tensor<f32>
+  %r = onnx.Reciprocal(%d) : (tensor<f32>) -> tensor<f32>
+  return %dm, %pos, %r : tensor<?x4x32x32xf32>, tensor<?xi64>, tensor<f32>
+}

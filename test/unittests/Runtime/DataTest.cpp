@@ -308,4 +308,101 @@ TEST(Loader, SeededShuffleIsAPermutationAndReproducible) {
             COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
+// Synthetic token sequences: ids in [0, vocab) that step by 1, 2 or 3
+// (mod vocab), label j the id after position T - L + j (mod the classes),
+// the same for the same (seed, index), and a loader that batches them.
+TEST(TokenData, NextTokenSequencesAndTheirLoader) {
+  const int64_t n = 50, T = 6, vocab = 11, classes = 7;
+  for (int64_t L : {T, int64_t(1)}) {
+    comet_rt_dataset *ds = nullptr;
+    ASSERT_EQ(comet_rt_dataset_synthetic_tokens(n, T, vocab, L, classes, 3,
+                                                &ds),
+              COMET_RT_SUCCESS)
+        << comet_rt_last_error();
+    EXPECT_EQ(comet_rt_dataset_is_tokens(ds), 1);
+    EXPECT_EQ(comet_rt_dataset_labels_per_sample(ds), L);
+    EXPECT_EQ(comet_rt_dataset_size(ds), n);
+    int64_t shape[3];
+    comet_rt_dataset_sample_shape(ds, shape);
+    EXPECT_EQ(shape[2], T);
+    std::set<int64_t> firsts;
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<int64_t> tok(T), lab(L), tok2(T), lab2(L);
+      ASSERT_EQ(comet_rt_dataset_get_tokens(ds, i, tok.data(), lab.data()),
+                COMET_RT_SUCCESS);
+      ASSERT_EQ(comet_rt_dataset_get_tokens(ds, i, tok2.data(), lab2.data()),
+                COMET_RT_SUCCESS);
+      EXPECT_EQ(tok, tok2);
+      EXPECT_EQ(lab, lab2);
+      firsts.insert(tok[0]);
+      for (int64_t k = 0; k < T; ++k) {
+        EXPECT_GE(tok[k], 0);
+        EXPECT_LT(tok[k], vocab);
+        if (k > 0) {
+          int64_t step = (tok[k] - tok[k - 1] + vocab) % vocab;
+          EXPECT_TRUE(step >= 1 && step <= 3) << i << " " << k;
+        }
+      }
+      for (int64_t j = 0; j < L; ++j) {
+        EXPECT_GE(lab[j], 0);
+        EXPECT_LT(lab[j], classes);
+        // The label of position T - L + j is the next id: the one stored
+        // at the following position, when there is one.
+        int64_t pos = T - L + j;
+        if (pos + 1 < T)
+          EXPECT_EQ(lab[j], tok[pos + 1] % classes) << i << " " << j;
+        int64_t step = 0;
+        for (int64_t s = 1; s <= 3; ++s)
+          if ((tok[pos] + s) % vocab % classes == lab[j])
+            step = s;
+        EXPECT_NE(step, 0) << i << " " << j;
+      }
+    }
+    EXPECT_GT(firsts.size(), 5u); // s_0 is drawn, not fixed
+
+    // The loader gives the same samples in its order; the image calls
+    // refuse a token dataset.
+    comet_rt_loader *ld = nullptr;
+    ASSERT_EQ(comet_rt_loader_create(ds, 8, 1, 9, 1, &ld), COMET_RT_SUCCESS);
+    std::vector<int64_t> toks(8 * T), labs(8 * L), one(T), oneLab(L);
+    int64_t total = 0, got;
+    while ((got = comet_rt_loader_next_tokens(ld, toks.data(), labs.data())) >
+           0) {
+      for (int64_t i = 0; i < got; ++i) {
+        comet_rt_dataset_get_tokens(ds, comet_rt_loader_order(ld, total + i),
+                                    one.data(), oneLab.data());
+        for (int64_t k = 0; k < T; ++k)
+          EXPECT_EQ(toks[i * T + k], one[k]);
+        for (int64_t j = 0; j < L; ++j)
+          EXPECT_EQ(labs[i * L + j], oneLab[j]);
+      }
+      total += got;
+    }
+    EXPECT_EQ(total, 48);
+    std::vector<float> img(8 * T);
+    comet_rt_loader_start_epoch(ld, 0);
+    EXPECT_EQ(comet_rt_loader_next(ld, img.data(), labs.data()), 0);
+    int64_t lbl;
+    EXPECT_NE(comet_rt_dataset_get(ds, 0, img.data(), &lbl), COMET_RT_SUCCESS);
+    comet_rt_loader_free(ld);
+    comet_rt_dataset_free(ds);
+  }
+  // An image dataset is no token dataset.
+  comet_rt_dataset *img = nullptr;
+  ASSERT_EQ(comet_rt_dataset_synthetic(4, 1, 2, 2, 3, 0, &img),
+            COMET_RT_SUCCESS);
+  EXPECT_EQ(comet_rt_dataset_is_tokens(img), 0);
+  EXPECT_EQ(comet_rt_dataset_labels_per_sample(img), 1);
+  std::vector<int64_t> t(4), l(1);
+  EXPECT_NE(comet_rt_dataset_get_tokens(img, 0, t.data(), l.data()),
+            COMET_RT_SUCCESS);
+  comet_rt_dataset_free(img);
+  comet_rt_dataset *bad = nullptr;
+  EXPECT_EQ(comet_rt_dataset_synthetic_tokens(4, 6, 11, 7, 5, 0, &bad),
+            COMET_RT_ERROR_INVALID_ARGUMENT); // more labels than tokens
+  EXPECT_EQ(comet_rt_dataset_synthetic_tokens(4, 6, 0, 6, 5, 0, &bad),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad, nullptr);
+}
+
 } // namespace

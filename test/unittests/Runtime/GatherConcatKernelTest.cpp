@@ -1,8 +1,9 @@
 //===- GatherConcatKernelTest.cpp - Eval and embedding kernels vs. loops --===//
 //
 // Pow, Sqrt, Erf, Gather, GatherGrad, Concat and SplitTraining pieces and
-// the f32 -> i64 Cast against naive loops that follow ONNX's and ONNX
-// Runtime's definitions, and the errors they report.
+// the f32 -> i64 Cast, and a GPT's causal mask (Equal, Where) and scale
+// (Reciprocal), against naive loops that follow ONNX's and ONNX Runtime's
+// definitions, and the errors they report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,6 +205,83 @@ TEST(CastF32I64, TruncatesTowardZero) {
   F bad({1}, std::vector<float>{NAN});
   I one({1});
   EXPECT_NE(_mlir_ciface_comet_rt_cast_f32_i64(nullptr, &bad, &one),
+            COMET_RT_SUCCESS);
+}
+
+// A GPT's causal mask as torch exports it: Where(Equal(tril, 0), -inf, S)
+// over scores [2, 3, 4, 4] with the condition [1, 1, 4, 4] and a scalar X,
+// then the gradient ORT builds, Where(cond, 0, dY) with a [1] zero.
+TEST(Where, CausalMaskAndItsGradient) {
+  const int64_t T = 4;
+  F tril({1, 1, T, T});
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j)
+      tril[i * T + j] = j <= i ? 1.f : 0.f;
+  F zero({}, std::vector<float>{0.f});
+  B cond({1, 1, T, T});
+  ASSERT_RT(_mlir_ciface_comet_rt_compare(nullptr, &tril, &zero, &cond,
+                                          COMET_RT_COMPARE_EQ));
+  for (int64_t i = 0; i < T * T; ++i)
+    EXPECT_EQ(cond[i], (i % T) > (i / T) ? 1 : 0) << i;
+  F ninf({}, std::vector<float>{-INFINITY});
+  F s = randomF({2, 3, T, T}, 31), y({2, 3, T, T});
+  ASSERT_RT(_mlir_ciface_comet_rt_where(nullptr, &cond, &ninf, &s, &y));
+  for (int64_t i = 0; i < s.size(); ++i) {
+    int64_t r = (i / T) % T, c = i % T;
+    if (c > r)
+      EXPECT_EQ(y[i], -INFINITY) << i;
+    else
+      EXPECT_EQ(y[i], s[i]) << i;
+  }
+  F zero1({1}, std::vector<float>{0.f});
+  F dy = randomF({2, 3, T, T}, 32), dx({2, 3, T, T});
+  ASSERT_RT(_mlir_ciface_comet_rt_where(nullptr, &cond, &zero1, &dy, &dx));
+  for (int64_t i = 0; i < dy.size(); ++i)
+    EXPECT_EQ(dx[i], (i % T) > ((i / T) % T) ? 0.f : dy[i]) << i;
+}
+
+// All three broadcast: condition [3, 1], X [1, 4], Y [4] give [3, 4].
+TEST(Where, BroadcastsAllThreeOperands) {
+  B cond({3, 1}, std::vector<uint8_t>{1, 0, 1});
+  F x = randomF({1, 4}, 33), y = randomF({4}, 34), out({3, 4});
+  ASSERT_RT(_mlir_ciface_comet_rt_where(nullptr, &cond, &x, &y, &out));
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      EXPECT_EQ(out[i * 4 + j], cond[i] ? x[j] : y[j]) << i << "," << j;
+  F wrong({4, 4});
+  EXPECT_NE(_mlir_ciface_comet_rt_where(nullptr, &cond, &x, &y, &wrong),
+            COMET_RT_SUCCESS);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("do not broadcast"),
+            std::string::npos)
+      << comet_rt_last_error();
+  B bad({2, 1});
+  EXPECT_NE(_mlir_ciface_comet_rt_where(nullptr, &bad, &x, &y, &out),
+            COMET_RT_SUCCESS);
+}
+
+TEST(Compare, EqualBroadcastsAndKeepsIEEESemantics) {
+  F a({2, 3}, std::vector<float>{0.f, -0.f, 1.f, NAN, 2.f, 0.f});
+  F b({3}, std::vector<float>{0.f, 0.f, NAN});
+  B c({2, 3});
+  ASSERT_RT(
+      _mlir_ciface_comet_rt_compare(nullptr, &a, &b, &c, COMET_RT_COMPARE_EQ));
+  // -0 == 0; NaN equals nothing, itself included.
+  EXPECT_EQ(c.v, (std::vector<uint8_t>{1, 1, 0, 0, 0, 0}));
+  EXPECT_NE(_mlir_ciface_comet_rt_compare(nullptr, &a, &b, &c, 7),
+            COMET_RT_SUCCESS);
+}
+
+TEST(Reciprocal, OneOverX) {
+  F x = randomF({3, 5}, 35, 0.25f, 4.f), y({3, 5});
+  x[0] = 0.f;
+  x[1] = -2.f;
+  ASSERT_RT(_mlir_ciface_comet_rt_reciprocal(nullptr, &x, &y));
+  EXPECT_EQ(y[0], INFINITY);
+  EXPECT_EQ(y[1], -0.5f);
+  for (int64_t i = 2; i < x.size(); ++i)
+    EXPECT_EQ(y[i], 1.f / x[i]) << i;
+  F wrong({3, 4});
+  EXPECT_NE(_mlir_ciface_comet_rt_reciprocal(nullptr, &x, &wrong),
             COMET_RT_SUCCESS);
 }
 

@@ -7,7 +7,10 @@
 // attention it is heads x batch or tokens x batch. So the arguments take
 // the batch, and each op then takes the static type that its type
 // inference gives from its already specialized operands; only where
-// inference gives none does `?` fall back to the batch.
+// inference gives none does `?` fall back to the batch. An argument that a
+// loss reads as labels holds one label per row of the scores (batch x
+// tokens for a language model), so it takes the scores' dims without the
+// class dim instead, when the walk reaches the loss.
 //
 //===----------------------------------------------------------------------===//
 #include "comet/Dialect/Comet/Transforms/Passes.h"
@@ -15,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace comet {
 #define GEN_PASS_DEF_COMETSPECIALIZESHAPES
@@ -43,6 +47,23 @@ Type withBatch(Type t, int64_t batch) {
     return CompressedType::get(t.getContext(), fix(ct.getTensorType()),
                                ct.getCodec());
   return t;
+}
+
+/// The type of the labels of a loss whose scores have type `scores`: the
+/// scores' dims without the class dim (dim 1). Null when the scores are not
+/// static or the labels' own rank or static dims disagree.
+RankedTensorType labelsTypeFor(Type scores, Type labels) {
+  auto st = dyn_cast<RankedTensorType>(scores);
+  auto lt = dyn_cast<RankedTensorType>(labels);
+  if (!st || !lt || !st.hasStaticShape() || st.getRank() < 2 ||
+      lt.getRank() != st.getRank() - 1)
+    return {};
+  SmallVector<int64_t> dims(st.getShape());
+  dims.erase(dims.begin() + 1);
+  for (auto [want, have] : llvm::zip(dims, lt.getShape()))
+    if (!ShapedType::isDynamic(have) && have != want)
+      return {};
+  return RankedTensorType::get(dims, lt.getElementType(), lt.getEncoding());
 }
 
 /// The static type `op`'s inference gives result `i`, if any; compress and
@@ -118,10 +139,27 @@ ShapeSpecialization comet::specializeShapes(func::FuncOp f, int64_t batch) {
     v.setType(withBatch(v.getType(), batch));
     ++s.batch;
   };
+  // Arguments read as labels wait for their loss's scores.
+  llvm::SmallPtrSet<Value, 2> labels;
+  f.walk([&](Operation *op) {
+    if (auto sl = onnx::getLossScoresAndLabels(op);
+        sl && isa<BlockArgument>(sl->second) &&
+        sl->second.getParentRegion() == &f.getBody())
+      labels.insert(sl->second);
+  });
   for (BlockArgument a : f.getArguments())
-    fallback(a);
+    if (!labels.contains(a))
+      fallback(a);
   // In program order, so each op sees its operands' specialized types.
   f.walk([&](Operation *op) {
+    if (auto sl = onnx::getLossScoresAndLabels(op);
+        sl && labels.contains(sl->second) &&
+        hasDynamicDim(sl->second.getType()))
+      if (RankedTensorType t =
+              labelsTypeFor(sl->first.getType(), sl->second.getType())) {
+        sl->second.setType(t);
+        ++s.inferred;
+      }
     if (llvm::none_of(op->getResultTypes(), hasDynamicDim))
       return;
     for (auto [r, t] : llvm::zip(op->getResults(), inferredTypes(op))) {
@@ -135,6 +173,9 @@ ShapeSpecialization comet::specializeShapes(func::FuncOp f, int64_t batch) {
       }
     }
   });
+  // Labels whose loss gave them no type take the batch.
+  for (Value a : labels)
+    fallback(a);
   // A result takes its returned value's type (an attention mask's rows are
   // heads x batch), else the batch.
   SmallVector<Type> ins(f.getBody().getArgumentTypes()), outs;

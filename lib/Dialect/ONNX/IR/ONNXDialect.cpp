@@ -115,6 +115,13 @@ static const OpInfo kOps[] = {
     {"ConcatTraining", "com.microsoft", 1, kVariadic, 1, 2},
     {"GatherGrad", "com.microsoft", 3, 3, 1, 1},
     {"SplitTraining", "com.microsoft", 2, 2, 1, kVariadic},
+    // GPT-style decoders: attention's q/k/v split, the causal mask, the
+    // positions and their eval-graph arithmetic.
+    {"Equal", "", 2, 2, 1, 1},
+    {"Range", "", 3, 3, 1, 1},
+    {"Reciprocal", "", 1, 1, 1, 1},
+    {"Split", "", 1, 2, 1, kVariadic},
+    {"Where", "", 3, 3, 1, 1},
 };
 
 ArrayRef<OpInfo> comet::onnx::getSupportedOps() { return kOps; }
@@ -171,6 +178,15 @@ Type comet::onnx::getElementType(MLIRContext *ctx, int64_t dataType) {
   default:
     return {};
   }
+}
+
+std::optional<std::pair<Value, Value>>
+comet::onnx::getLossScoresAndLabels(Operation *op) {
+  if (auto l = dyn_cast<SoftmaxCrossEntropyLossOp>(op))
+    return std::make_pair(l.getScores(), l.getLabels());
+  if (auto l = dyn_cast<SoftmaxCrossEntropyLossInternalOp>(op))
+    return std::make_pair(l.getScores(), l.getLabels());
+  return std::nullopt;
 }
 
 std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
@@ -255,9 +271,13 @@ std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
     }
     return out;
   }
-  if (auto cat = v.getDefiningOp<ConcatOp>()) {
+  // Concat, and ConcatTraining's concatenation (the shape of a Reshape in
+  // the attention of a GPT's training graph).
+  if (Operation *def = v.getDefiningOp();
+      def && (isa<ConcatOp>(def) ||
+              (isa<ConcatTrainingOp>(def) && v == def->getResult(0)))) {
     SmallVector<int64_t> out;
-    for (Value in : cat.getInputs()) {
+    for (Value in : def->getOperands()) {
       auto part = getConstantInts(in);
       if (!part)
         return std::nullopt;
@@ -278,6 +298,31 @@ std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
         return std::nullopt;
       out.push_back(t.getDimSize(a));
     }
+    return out;
+  }
+  // Positions (torch.arange) once the sequence length is static. Counts
+  // come from the file: a range longer than kMaxFoldedRange stays unknown.
+  if (auto range = v.getDefiningOp<RangeOp>()) {
+    constexpr int64_t kMaxFoldedRange = 1 << 24;
+    if (!getElementTypeOrSelf(range.getStart().getType()).isInteger(64))
+      return std::nullopt;
+    auto start = getConstantInts(range.getStart()),
+         limit = getConstantInts(range.getLimit()),
+         delta = getConstantInts(range.getDelta());
+    if (!start || !limit || !delta || start->size() != 1 ||
+        limit->size() != 1 || delta->size() != 1 || (*delta)[0] == 0)
+      return std::nullopt;
+    __int128 s0 = (*start)[0], l = (*limit)[0], d = (*delta)[0];
+    __int128 span = l - s0;
+    // ceil(span / d), and 0 when the range is empty.
+    __int128 count = span / d + (span % d != 0 && ((span > 0) == (d > 0)));
+    if (count < 0)
+      count = 0;
+    if (count > kMaxFoldedRange)
+      return std::nullopt;
+    SmallVector<int64_t> out;
+    for (__int128 i = 0; i < count; ++i)
+      out.push_back(int64_t(s0 + i * d));
     return out;
   }
   if (auto init = v.getDefiningOp<InitializerOp>())

@@ -938,6 +938,40 @@ static LogicalResult verifyBoolResult(Operation *op) {
 
 LogicalResult GreaterOrEqualOp::verify() { return verifyBoolResult(*this); }
 LogicalResult LessOrEqualOp::verify() { return verifyBoolResult(*this); }
+LogicalResult EqualOp::verify() { return verifyBoolResult(*this); }
+
+LogicalResult WhereOp::verify() {
+  if (Type t = elementTypeOf(getCondition()); t && !t.isInteger(1))
+    return emitOpError() << "condition must be a bool (i1) tensor, got " << t;
+  if (failed(checkSameElementType(
+          *this, {{getX(), "X"}, {getY(), "Y"}, {getOutput(), "output"}})))
+    return failure();
+  // condition, X and Y broadcast together; the result is their broadcast.
+  SmallVector<int64_t> shape, next;
+  bool known = true;
+  for (Value v : {getCondition(), getX(), getY()}) {
+    auto s = shapeOf(v);
+    if (!s) {
+      known = false;
+      continue;
+    }
+    if (!broadcastShapes(shape, *s, next))
+      return emitOpError() << "condition " << getCondition().getType()
+                           << ", X " << getX().getType() << " and Y "
+                           << getY().getType() << " do not broadcast";
+    shape = next;
+  }
+  auto out = shapeOf(getOutput());
+  if (!known || !out)
+    return success();
+  bool ok = out->size() == shape.size();
+  for (size_t i = 0; ok && i < shape.size(); ++i)
+    ok = isDyn((*out)[i]) || isDyn(shape[i]) || (*out)[i] == shape[i];
+  if (!ok)
+    return emitOpError() << "output " << getOutput().getType()
+                         << " is not the broadcast of condition, X and Y";
+  return success();
+}
 LogicalResult AndOp::verify() {
   if (Type t = elementTypeOf(getA()); t && !t.isInteger(1))
     return emitOpError() << "A must be a bool (i1) tensor, got " << t;
@@ -1085,6 +1119,24 @@ static LogicalResult verifyFloatUnary(Operation *op) {
 LogicalResult SqrtOp::verify() { return verifyFloatUnary(*this); }
 LogicalResult ErfOp::verify() { return verifyFloatUnary(*this); }
 LogicalResult ExpOp::verify() { return verifyFloatUnary(*this); }
+LogicalResult ReciprocalOp::verify() { return verifyFloatUnary(*this); }
+
+LogicalResult RangeOp::verify() {
+  std::pair<Value, StringRef> operands[] = {
+      {getStart(), "start"}, {getLimit(), "limit"}, {getDelta(), "delta"}};
+  for (auto [v, name] : operands)
+    if (auto s = shapeOf(v); s && !s->empty())
+      return emitOpError() << name << " must be a scalar, got " << v.getType();
+  if (failed(checkRank(*this, getOutput(), "the result", 1)) ||
+      failed(checkSameElementType(*this, {{getStart(), "start"},
+                                          {getLimit(), "limit"},
+                                          {getDelta(), "delta"},
+                                          {getOutput(), "the result"}})))
+    return failure();
+  if (auto d = getConstantInts(getDelta()); d && d->size() == 1 && (*d)[0] == 0)
+    return emitOpError("delta must not be 0");
+  return success();
+}
 
 static LogicalResult checkIndices(Operation *op, Value indices) {
   if (Type t = elementTypeOf(indices);
@@ -1190,4 +1242,127 @@ LogicalResult SplitTrainingOp::verify() {
   for (Value v : getOutputs())
     named.push_back({v, "an output"});
   return checkSameElementType(*this, named);
+}
+
+/// Equal parts of `dim` for `n` results: num_outputs' ceil-sized pieces
+/// with a smaller last one, or (no num_outputs) an even division. Empty
+/// when they do not exist.
+static SmallVector<int64_t> equalSplit(int64_t dim, int64_t n,
+                                       bool numOutputs) {
+  if (n <= 0 || dim < 0)
+    return {};
+  if (!numOutputs) {
+    if (dim % n != 0)
+      return {};
+    return SmallVector<int64_t>(n, dim / n);
+  }
+  int64_t chunk = dim / n + (dim % n != 0);
+  SmallVector<int64_t> out(n, chunk);
+  out.back() = dim - chunk * (n - 1);
+  if (out.back() < 0)
+    return {};
+  return out;
+}
+
+std::optional<SmallVector<int64_t>> SplitOp::getSplitLengths() {
+  int64_t n = getNumResults();
+  if (!isa<NoneType>(getSplit().getType())) {
+    auto split = getConstantInts(getSplit());
+    if (!split || int64_t(split->size()) != n ||
+        llvm::any_of(*split, [](int64_t l) { return l < 0; }))
+      return std::nullopt;
+    return split;
+  }
+  auto s = shapeOf(getInput());
+  if (!s)
+    return std::nullopt;
+  int64_t r = s->size(), a = getAxis() < 0 ? getAxis() + r : getAxis();
+  if (a < 0 || a >= r || isDyn((*s)[a]))
+    return std::nullopt;
+  SmallVector<int64_t> out =
+      equalSplit((*s)[a], n, getNumOutputs().has_value());
+  if (out.empty())
+    return std::nullopt;
+  return out;
+}
+
+LogicalResult SplitOp::verify() {
+  int64_t n = getNumResults();
+  if (n == 0)
+    return emitOpError() << "needs at least one output";
+  if (failed(checkAxis(*this, getInput(), getAxis())))
+    return failure();
+  SmallVector<std::pair<Value, StringRef>> named = {{getInput(), "input"}};
+  for (Value v : getOutputs())
+    named.push_back({v, "an output"});
+  if (failed(checkSameElementType(*this, named)))
+    return failure();
+  bool hasSplit = !isa<NoneType>(getSplit().getType());
+  if (auto k = getNumOutputs()) {
+    if (hasSplit)
+      return emitOpError("takes either the split input or num_outputs, not "
+                         "both");
+    if (*k != n)
+      return emitOpError() << "num_outputs is " << *k << " but the op has " << n
+                           << " results";
+  }
+  auto s = shapeOf(getInput());
+  int64_t r = s ? int64_t(s->size()) : 0;
+  int64_t a = getAxis() < 0 ? getAxis() + r : getAxis();
+  int64_t dim = s ? (*s)[a] : ShapedType::kDynamic;
+  SmallVector<int64_t> lengths;
+  if (hasSplit) {
+    if (failed(checkShapeTensor(*this, getSplit(), "split")))
+      return failure();
+    if (auto ss = shapeOf(getSplit()); ss && !isDyn((*ss)[0]) && (*ss)[0] != n)
+      return emitOpError() << "split must have " << n
+                           << " elements (one per output), got " << (*ss)[0];
+    if (auto split = getConstantInts(getSplit())) {
+      if (int64_t(split->size()) != n)
+        return emitOpError() << "split must have " << n
+                             << " elements (one per output), got "
+                             << split->size();
+      __int128 sum = 0;
+      for (int64_t l : *split) {
+        if (l < 0)
+          return emitOpError() << "split lengths must not be negative, got "
+                               << l;
+        sum += l;
+      }
+      if (!isDyn(dim) && sum != dim)
+        return emitOpError() << "split lengths sum to " << int64_t(sum)
+                             << " but the input's dim " << a << " is " << dim;
+      lengths = *split;
+    }
+  } else if (!isDyn(dim)) {
+    lengths = equalSplit(dim, n, getNumOutputs().has_value());
+    if (lengths.empty())
+      return emitOpError() << "dim " << a << " of size " << dim
+                           << " does not split into " << n
+                           << (getNumOutputs() ? " pieces of ceil(" +
+                                                     std::to_string(dim) +
+                                                     " / " + std::to_string(n) +
+                                                     ")"
+                                               : std::string(" equal pieces"));
+  }
+  // Each output is the input with its piece's length along the axis.
+  if (!s)
+    return success();
+  for (auto [i, v] : llvm::enumerate(getOutputs())) {
+    auto o = shapeOf(v);
+    if (!o)
+      continue;
+    bool ok = int64_t(o->size()) == r;
+    for (int64_t d = 0; ok && d < r; ++d) {
+      int64_t want = d == a ? (lengths.empty() ? ShapedType::kDynamic
+                                                : lengths[i])
+                            : (*s)[d];
+      ok = isDyn(want) || isDyn((*o)[d]) || (*o)[d] == want;
+    }
+    if (!ok)
+      return emitOpError() << "output #" << i << " " << v.getType()
+                           << " is not a piece of the input "
+                           << getInput().getType() << " along axis " << a;
+  }
+  return success();
 }

@@ -811,6 +811,9 @@ LogicalResult GreaterOrEqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
 LogicalResult LessOrEqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
   return inferCompare(*this, t);
 }
+LogicalResult EqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
+  return inferCompare(*this, t);
+}
 LogicalResult AndOp::inferResultTypes(SmallVectorImpl<Type> &t) {
   return inferBroadcast(*this, t);
 }
@@ -1047,6 +1050,51 @@ LogicalResult SplitTrainingOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     dims[a] = split && split->size() == getNumResults() && (*split)[i] >= 0
                   ? (*split)[i]
                   : kDyn;
+    types[i] = tensorOf(ArrayRef<int64_t>(dims), elt);
+  }
+  return success();
+}
+
+LogicalResult WhereOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  // The broadcast of condition, X and Y, with X's element type.
+  (void)inferBroadcast(*this, types);
+  if (auto t = dyn_cast_or_null<TensorType>(types[0]))
+    types[0] = t.clone(elementTypeOf(getX()));
+  else
+    types[0] = tensorOf(std::nullopt, elementTypeOf(getX()));
+  return success();
+}
+
+LogicalResult ReciprocalOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getX());
+  return success();
+}
+
+LogicalResult RangeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getStart());
+  SmallVector<int64_t> shape{kDyn};
+  if (auto c = getConstantInts(getOutput()))
+    shape[0] = c->size();
+  types[0] = tensorOf(ArrayRef<int64_t>(shape), elt);
+  return success();
+}
+
+LogicalResult SplitOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = elementTypeOf(getInput());
+  auto s = shapeOf(getInput());
+  auto lengths = getSplitLengths();
+  for (unsigned i = 0; i < getNumResults(); ++i) {
+    if (!s) {
+      types[i] = tensorOf(std::nullopt, elt);
+      continue;
+    }
+    // The verifier has checked the axis.
+    SmallVector<int64_t> dims(*s);
+    int64_t a = getAxis() < 0 ? getAxis() + int64_t(dims.size()) : getAxis();
+    dims[a] = lengths ? (*lengths)[i] : kDyn;
     types[i] = tensorOf(ArrayRef<int64_t>(dims), elt);
   }
   return success();

@@ -58,6 +58,12 @@ struct ArgInfo {
   std::vector<int64_t> shape;
   size_t elemBytes = 4;
   bool isResult = false;
+  /// The input a loss reads as labels (the lowering's `comet.labels`).
+  bool isLabels = false;
+  /// The values the input takes, [0, valueRange): the classes of the
+  /// labels, or the ids of int64 data that Gathers read as indices (the
+  /// lowering's `comet.index_range`); 0 when not known.
+  int64_t valueRange = 0;
 };
 
 /// A compiled function: its signature and its packed entry point, which
@@ -200,9 +206,11 @@ public:
   /// Allocates the training graph's argument buffers and fills the
   /// parameters from `weights` (named `weightsName` in messages). Inputs are
   /// bound by role: gradient buffers and lazy_reset_grad by ORT's names,
-  /// parameters by the weights, and of the rest exactly one float input is
-  /// the data batch and one int64 input the labels. The first result is
-  /// the loss.
+  /// parameters by the weights; of the rest, the input the loss reads as
+  /// labels (ArgInfo::isLabels) is the labels and the one other input the
+  /// data batch (float, or int64 token ids). Without a marked labels input,
+  /// exactly one float input is the data and one int64 input the labels.
+  /// The first result is the loss.
   std::string bindTrain(Entry train, const WeightLookup &weights,
                         const std::string &weightsName);
   /// Runs the step on device ("cpu" or "cuda"); before bindTrain. Fails
@@ -211,9 +219,10 @@ public:
   /// Allocates the optimizer's state for the trainable parameters.
   std::string setupOptimizer(const OptimizerConfig &config);
   /// The eval graph (`evalName` in messages): its parameters are the
-  /// training graph's buffers; of the rest, one float input is the data
-  /// (a batch of the training graph's samples) and one int64 input the
-  /// labels; its last result is the logits.
+  /// training graph's buffers; the rest are bound as in bindTrain: the data
+  /// (a batch of the training graph's samples, of its element type) and the
+  /// labels (as many per sample as in training); its last result is the
+  /// logits, one row per label.
   std::string bindEval(Entry eval, const std::string &evalName);
   void setSites(std::vector<SiteStats> sites) { siteInfo = std::move(sites); }
   void setPrediction(MemoryPrediction p) {
@@ -221,13 +230,19 @@ public:
     prediction = std::move(p);
   }
 
-  /// The training graph only (gradients into the gradient buffers).
-  std::string computeGradients(const float *images, const int64_t *labels,
+  /// The training graph only (gradients into the gradient buffers). `data`
+  /// is a batch of samples of the data input's element type (float32, or
+  /// int64 token ids: dataElemBytes()), `labels` labelsPerSample() per
+  /// sample.
+  std::string computeGradients(const void *data, const int64_t *labels,
                                float &loss);
   /// The training graph, then the optimizer; a NaN/Inf loss is an error.
-  std::string step(const float *images, const int64_t *labels, float &loss);
+  std::string step(const void *data, const int64_t *labels, float &loss);
   /// Runs the eval graph on n samples in batches (the last one padded).
-  std::string evaluate(const float *images, const int64_t *labels, int64_t n,
+  /// Each label is one prediction (a language model's: one per token):
+  /// meanLoss is the mean over the n * labelsPerSample() labels and
+  /// numCorrect counts the labels that are their row's argmax.
+  std::string evaluate(const void *data, const int64_t *labels, int64_t n,
                        double &meanLoss, int64_t &numCorrect);
   bool hasEval() const { return static_cast<bool>(eval.packed); }
 
@@ -240,6 +255,15 @@ public:
   std::string copy(void *dst, const void *src, size_t bytes) const;
   int64_t batchSize() const;
   const std::vector<int64_t> &sampleShape() const { return sample; }
+  /// 4 for float32 data, 8 for int64 token ids.
+  size_t dataElemBytes() const { return input ? input->elemBytes : 4; }
+  /// The valid ids of int64 data, [0, dataRange()); 0 when unknown.
+  int64_t dataRange() const { return dataValues; }
+  /// Labels per sample: 1 for a classifier, the tokens for a language
+  /// model whose loss takes one label per token.
+  int64_t labelsPerSample() const { return perSampleLabels; }
+  /// The labels' classes, [0, numClasses()); 0 when unknown.
+  int64_t numClasses() const { return labelClasses; }
   const std::vector<std::string> &trainableParameters() const {
     return trainable;
   }
@@ -279,6 +303,7 @@ private:
   Buffer *input = nullptr, *labels = nullptr, *lazyReset = nullptr,
          *loss = nullptr;
   std::vector<int64_t> sample;
+  int64_t dataValues = 0, perSampleLabels = 1, labelClasses = 0;
 
   OptimizerConfig optimizer;
   std::vector<std::unique_ptr<Buffer>> state1, state2;

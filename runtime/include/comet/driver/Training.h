@@ -45,19 +45,38 @@ public:
   /// trainer's memory figures leave them out).
   std::string open(const DataOptions &options);
   /// Checks the samples against the trainer's input and creates the
-  /// shuffling loader (last partial batch dropped).
+  /// shuffling loader (last partial batch dropped). A model whose data are
+  /// int64 token ids takes synthetic token sequences
+  /// (comet_rt_dataset_synthetic_tokens) of its sequence length, ids in
+  /// [0, Trainer::dataRange()) and labelsPerSample() labels in
+  /// [0, Trainer::numClasses()); the image datasets do not fit it.
   std::string makeLoader(const Trainer &trainer);
+  /// Fills a batch (samplesPerBatch() samples of sampleElements() elements
+  /// of sampleBytes() each, and labelsPerSample() labels per sample);
+  /// returns the samples written, 0 at the end of the epoch.
+  int64_t next(void *data, int64_t *labels);
   /// The next batch, starting the next epoch when this one is done.
-  bool nextBatch(float *images, int64_t *labels, int64_t epoch);
+  bool nextBatch(void *data, int64_t *labels, int64_t epoch);
   /// Bytes the datasets hold.
   int64_t datasetBytes() const { return bytes; }
   int64_t samplesPerBatch() const { return batch; }
   int64_t sampleElements() const { return perSample; }
+  /// 4 (float32 pixels) or 8 (int64 token ids).
+  size_t sampleBytes() const { return tokens ? 8 : 4; }
+  int64_t labelsPerSample() const { return perSampleLabels; }
   int64_t batchesPerEpoch() const;
 
   struct TestSamples {
+    /// images (float data) or tokens (int64 data), and labelsPerSample()
+    /// labels per sample.
     std::vector<float> images;
+    std::vector<int64_t> tokens;
     std::vector<int64_t> labels;
+    int64_t count = 0;
+    const void *data() const {
+      return tokens.empty() ? static_cast<const void *>(images.data())
+                            : static_cast<const void *>(tokens.data());
+    }
   };
   /// The first `limit` test samples (0: all), read once: the run may
   /// evaluate many times.
@@ -67,8 +86,11 @@ public:
   comet_rt_loader *loader = nullptr;
 
 private:
+  std::string openTokens(const Trainer &trainer);
+
   DataOptions opts;
-  int64_t bytes = 0, batch = 0, perSample = 0;
+  int64_t bytes = 0, batch = 0, perSample = 0, perSampleLabels = 1;
+  bool tokens = false;
   TestSamples testCache;
   bool testRead = false;
 };

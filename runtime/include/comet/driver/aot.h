@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define COMET_AOT_ABI_VERSION 2
+#define COMET_AOT_ABI_VERSION 3
 #define COMET_AOT_PROGRAM_SYMBOL "comet_aot_program"
 
 /* One argument of a compiled function, after the runtime context. */
@@ -30,6 +30,8 @@ typedef struct comet_aot_arg {
   const int64_t *shape;
   int64_t elem_bytes;
   int64_t is_result;
+  int64_t is_labels;   /* the input the loss reads as labels */
+  int64_t value_range; /* the labels' classes or the token ids' range, 0 */
 } comet_aot_arg;
 
 /* A compiled function and its packed entry point, which takes

@@ -23,6 +23,7 @@ extern "C" {
 /* The predicate of comet_rt_compare. */
 #define COMET_RT_COMPARE_GE 0
 #define COMET_RT_COMPARE_LE 1
+#define COMET_RT_COMPARE_EQ 2
 
 /* A 1-D byte memref descriptor (memref<?xi8>), what buffer_alloc returns. */
 typedef struct comet_rt_buffer {

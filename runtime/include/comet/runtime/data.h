@@ -2,8 +2,9 @@
  *
  * Fashion-MNIST in IDX form (the gzipped files of the Debian package
  * dataset-fashion-mnist, /usr/share/datasets/fashion-mnist), a synthetic
- * source of any shape for memory and speed runs, and a batch loader with a
- * seeded, platform-independent shuffle.
+ * source of any shape for memory and speed runs, synthetic token sequences
+ * for language models, and a batch loader with a seeded,
+ * platform-independent shuffle.
  *
  * Images come out as float32 in [0, 1], NCHW; labels as int64.
  * Every function reports failures through its return code and
@@ -57,6 +58,30 @@ COMET_RT_API int32_t comet_rt_dataset_synthetic(int64_t n, int64_t c, int64_t h,
                                                 uint64_t seed,
                                                 comet_rt_dataset **out);
 
+/* n token sequences for a language model: sample i (a pure function of
+ * (seed, i)) is seq_len int64 ids in [0, vocab) and labels_per_sample int64
+ * labels in [0, num_classes), 1 <= labels_per_sample <= seq_len. The ids
+ * walk s_{k+1} = (s_k + 1, 2 or 3) mod vocab from a uniform s_0, and label
+ * j is the id that follows position seq_len - labels_per_sample + j,
+ * modulo num_classes: next-token prediction that a model can learn (its
+ * best loss is log 3). comet_rt_dataset_get and comet_rt_loader_next refuse
+ * such a dataset; read it with the _tokens functions. Its sample shape is
+ * 1, 1, seq_len. */
+COMET_RT_API int32_t comet_rt_dataset_synthetic_tokens(
+    int64_t n, int64_t seq_len, int64_t vocab, int64_t labels_per_sample,
+    int64_t num_classes, uint64_t seed, comet_rt_dataset **out);
+/* 1 for a token dataset, else 0. */
+COMET_RT_API int32_t comet_rt_dataset_is_tokens(const comet_rt_dataset *ds);
+/* Labels per sample: 1 for images. */
+COMET_RT_API int64_t
+comet_rt_dataset_labels_per_sample(const comet_rt_dataset *ds);
+/* Writes sample index of a token dataset: seq_len ids and
+ * labels_per_sample labels. */
+COMET_RT_API int32_t comet_rt_dataset_get_tokens(const comet_rt_dataset *ds,
+                                                 int64_t index,
+                                                 int64_t *tokens,
+                                                 int64_t *labels);
+
 COMET_RT_API void comet_rt_dataset_free(comet_rt_dataset *ds);
 COMET_RT_API int64_t comet_rt_dataset_size(const comet_rt_dataset *ds);
 /* dims[0..2] = C, H, W of one sample. */
@@ -89,9 +114,15 @@ COMET_RT_API void comet_rt_loader_start_epoch(comet_rt_loader *loader,
 COMET_RT_API int64_t comet_rt_loader_num_batches(const comet_rt_loader *ld);
 
 /* Fills images (batch*C*H*W floats) and labels (batch int64) with the next
- * batch; returns how many samples it wrote, 0 at the end of the epoch. */
+ * batch; returns how many samples it wrote, 0 at the end of the epoch (and
+ * for a token dataset). */
 COMET_RT_API int64_t comet_rt_loader_next(comet_rt_loader *loader,
                                           float *images, int64_t *labels);
+/* The same for a token dataset: tokens (batch*seq_len int64) and labels
+ * (batch*labels_per_sample int64); 0 for an image dataset. */
+COMET_RT_API int64_t comet_rt_loader_next_tokens(comet_rt_loader *loader,
+                                                 int64_t *tokens,
+                                                 int64_t *labels);
 
 /* The sample index at position pos of the current epoch's order. */
 COMET_RT_API int64_t comet_rt_loader_order(const comet_rt_loader *loader,

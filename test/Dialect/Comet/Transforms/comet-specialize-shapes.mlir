@@ -56,3 +56,49 @@ func.func @static(%x: tensor<5x3xf32>) -> tensor<5x3xf32> {
   %r = onnx.Relu(%x) : (tensor<5x3xf32>) -> tensor<5x3xf32>
   return %r : tensor<5x3xf32>
 }
+
+// -----
+
+// Labels hold one label per row of the loss's scores: a language model's
+// scores are batch x tokens rows (2 x 4 = 8), so its labels take 8, not the
+// batch, though ONNX Runtime declares them with the batch's symbol. ORT's
+// internal loss and its gradient read the same argument.
+// CHECK-LABEL: func.func @token_labels(
+// CHECK-SAME: %{{.*}}: tensor<2x4x6xf32>, %{{.*}}: tensor<8xi64>) -> (tensor<f32>, tensor<8x6xf32>)
+// CHECK: onnx.SoftmaxCrossEntropyLossInternal(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<8x6xf32>, tensor<8xi64>, none, none) -> (tensor<f32>, tensor<8x6xf32>)
+// CHECK: onnx.SoftmaxCrossEntropyLossInternalGrad({{.*}}) : (tensor<f32>, tensor<8x6xf32>, tensor<8xi64>, none, none, none) -> tensor<8x6xf32>
+func.func @token_labels(%x: tensor<?x4x6xf32>, %labels: tensor<?xi64>) -> (tensor<f32>, tensor<?x6xf32>) {
+  %s = onnx.Initializer "s" dense<[-1, 6]> : tensor<2xi64>
+  %scores = onnx.Reshape(%x, %s) : (tensor<?x4x6xf32>, tensor<2xi64>) -> tensor<?x6xf32>
+  %none = onnx.NoValue
+  %loss, %lp = onnx.SoftmaxCrossEntropyLossInternal(%scores, %labels, %none, %none) : (tensor<?x6xf32>, tensor<?xi64>, none, none) -> (tensor<f32>, tensor<?x6xf32>)
+  %one = onnx.Initializer "one" dense<1.0> : tensor<f32>
+  %d = onnx.SoftmaxCrossEntropyLossInternalGrad(%one, %lp, %labels, %none, %none, %none) : (tensor<f32>, tensor<?x6xf32>, tensor<?xi64>, none, none, none) -> tensor<?x6xf32>
+  return %loss, %d : tensor<f32>, tensor<?x6xf32>
+}
+
+// -----
+
+// A classifier's labels are the batch (its scores' rows) as before; labels
+// of higher rank drop the class dim of scores N x C x d1 (here 2 x 3 x 5).
+// CHECK-LABEL: func.func @image_labels(
+// CHECK-SAME: %{{.*}}: tensor<2x3xf32>, %{{.*}}: tensor<2xi64>, %{{.*}}: tensor<2x3x5xf32>, %{{.*}}: tensor<2x5xi64>)
+func.func @image_labels(%scores: tensor<?x3xf32>, %labels: tensor<?xi64>, %s2: tensor<?x3x5xf32>, %l2: tensor<?x?xi64>) -> (tensor<f32>, tensor<f32>) {
+  %none = onnx.NoValue
+  %loss, %lp = onnx.SoftmaxCrossEntropyLoss(%scores, %labels, %none) : (tensor<?x3xf32>, tensor<?xi64>, none) -> (tensor<f32>, none)
+  %loss2, %lp2 = onnx.SoftmaxCrossEntropyLoss(%s2, %l2, %none) : (tensor<?x3x5xf32>, tensor<?x?xi64>, none) -> (tensor<f32>, none)
+  return %loss, %loss2 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// Labels whose scores stay unknown (a Reshape to a run-time shape) fall
+// back to the batch like any other argument.
+// CHECK-LABEL: func.func @labels_fallback(
+// CHECK-SAME: %{{.*}}: tensor<2xi64>)
+func.func @labels_fallback(%x: tensor<?x12xf32>, %t: tensor<2xi64>, %labels: tensor<?xi64>) -> tensor<f32> {
+  %scores = onnx.Reshape(%x, %t) : (tensor<?x12xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  %none = onnx.NoValue
+  %loss, %lp = onnx.SoftmaxCrossEntropyLoss(%scores, %labels, %none) : (tensor<?x?xf32>, tensor<?xi64>, none) -> (tensor<f32>, none)
+  return %loss : tensor<f32>
+}

@@ -16,8 +16,13 @@ def CometSpecializeShapes
     order, each op's results take the static type that its type inference
     gives from its already specialized operands (a Reshape whose shape
     operand is a constant, a Transpose, a MatMul...), and only where the
-    inference gives none does a `?` fall back to `batch-size`. The
-    function's results take their returned values' types. Run it before
+    inference gives none does a `?` fall back to `batch-size`. An argument
+    that a loss (SoftmaxCrossEntropyLoss or ONNX Runtime's internal form)
+    reads as labels takes its scores' dims without the class dim instead,
+    when the walk reaches the loss: a language model's scores have batch x
+    tokens rows, one label each, though ONNX Runtime declares the labels
+    with the batch's symbol. The function's results take their returned
+    values' types. Run it before
     `--comet-compress-activations`, so both the compression and the
     lowering see the same sizes; `--comet-lower-to-runtime` runs the same
     code on a graph that skipped it.

@@ -84,9 +84,15 @@ mlir::Type getElementType(mlir::MLIRContext *ctx, int64_t dataType);
 
 /// The constant integer values of `v` when it is defined by onnx.Initializer
 /// or onnx.Constant with integer elements, by onnx.Shape or onnx.Size of a
-/// tensor with a static shape, or by integer Add/Sub/Mul/Div of one-element
-/// constants.
+/// tensor with a static shape, by integer Add/Sub/Mul/Div of one-element
+/// constants, or by an integer Range of constants.
 std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value v);
+
+/// The scores and labels operands of a softmax cross-entropy loss
+/// (SoftmaxCrossEntropyLoss, ONNX Runtime's SoftmaxCrossEntropyLossInternal);
+/// nullopt for any other op.
+std::optional<std::pair<mlir::Value, mlir::Value>>
+getLossScoresAndLabels(mlir::Operation *op);
 
 } // namespace comet::onnx
 

@@ -199,6 +199,7 @@ class ONNX_CompareOp<string mnemonic, string text>
 }
 def ONNX_GreaterOrEqualOp : ONNX_CompareOp<"GreaterOrEqual", "A >= B">;
 def ONNX_LessOrEqualOp : ONNX_CompareOp<"LessOrEqual", "A <= B">;
+def ONNX_EqualOp : ONNX_CompareOp<"Equal", "A == B">;
 
 def ONNX_AndOp : ONNX_Op<"And", "",
     "Logical and of bool tensors with numpy broadcasting", [Pure]> {
@@ -753,6 +754,67 @@ def ONNX_ExpOp : ONNX_Op<"Exp", "", "Element-wise exponential", [Pure]> {
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+}
+
+def ONNX_ReciprocalOp : ONNX_Op<"Reciprocal", "", "Element-wise 1 / X",
+                                [Pure]> {
+  let description = [{
+    `1 / sqrt(head_dim)` of an attention as torch exports it for eval.
+  }];
+  let arguments = (ins ONNX_Tensor:$X);
+  let results = (outs ONNX_Tensor:$Y);
+  let hasVerifier = 1;
+}
+
+def ONNX_RangeOp : ONNX_Op<"Range", "",
+    "start, start + delta, ... below limit (above it for a negative delta)",
+    [Pure]> {
+  let description = [{
+    `start`, `limit` and `delta` are scalars of the result's element type;
+    the result has `max(ceil((limit - start) / delta), 0)` elements (the
+    positions `torch.arange` gives a GPT's position embedding). Inference
+    and the lowering fold integer ranges of constants, which every Range of
+    an exported graph is once shapes are static.
+  }];
+  let arguments = (ins ONNX_Tensor:$start, ONNX_Tensor:$limit,
+                       ONNX_Tensor:$delta);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def ONNX_WhereOp : ONNX_Op<"Where", "",
+    "condition ? X : Y, the three broadcast together numpy-style", [Pure]> {
+  let description = [{
+    A causal attention mask as torch exports `masked_fill` (Where(mask == 0,
+    -inf, scores)), and its gradient Where(condition, 0, dY) that ONNX
+    Runtime builds.
+  }];
+  let arguments = (ins ONNX_Tensor:$condition, ONNX_Tensor:$X,
+                       ONNX_Tensor:$Y);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
+def ONNX_SplitOp : ONNX_Op<"Split", "",
+    "Split along `axis` into one piece per result", [Pure]> {
+  let description = [{
+    The lengths are the 1-d i64 input `split` (opset 13+), or, without it,
+    equal parts: `num_outputs` (opset 18) pieces of ceil(dim / num_outputs)
+    with the last one smaller, or (opset 13-17) the dim divided evenly by the
+    number of results. torch exports `qkv.split(d, dim=2)` with a constant
+    `split`. `getSplitLengths()` gives the lengths when they are known.
+  }];
+  let arguments = (ins ONNX_Tensor:$input, ONNX_OptTensor:$split,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$axis,
+                       OptionalAttr<ONNX_I64Attr>:$num_outputs);
+  let results = (outs Variadic<ONNX_Tensor>:$outputs);
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The length of each piece along `axis`: the constant `split`, or the
+    /// equal parts of a static dim; nullopt when unknown (a `?` dim, a
+    /// split that is no constant) or inconsistent (the verifier's to say).
+    std::optional<::llvm::SmallVector<int64_t>> getSplitLengths();
+  }];
 }
 
 def ONNX_GatherOp : ONNX_Op<"Gather", "",
