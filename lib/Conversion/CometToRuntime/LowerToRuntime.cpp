@@ -922,8 +922,24 @@ LogicalResult FuncLowering::lower(Operation *op) {
       .Case<ConcatOp, ConcatTrainingOp>([&](Operation *o) -> LogicalResult {
         Value out = o->getResult(0);
         auto t = cast<RankedTensorType>(out.getType());
-        if (t.getElementType().isInteger(64) && onnx::getConstantInts(out))
-          return foldI64(o);
+        if (t.getElementType().isInteger(64) && onnx::getConstantInts(out)) {
+          // A shape built from constants (ConcatTraining stands for every
+          // Concat of a training graph); its lengths are constants too.
+          if (failed(foldI64(o)))
+            return failure();
+          auto c = dyn_cast<ConcatTrainingOp>(o);
+          if (!c || isa<NoneType>(c.getPerInputLength().getType()))
+            return success();
+          auto lengths = onnx::getConstantInts(c.getPerInputLength());
+          if (!lengths)
+            return o->emitError("comet-lower-to-runtime: ConcatTraining's "
+                                "per_input_length is not known");
+          return materializeConstant(
+              c.getPerInputLength(),
+              DenseElementsAttr::get(
+                  cast<ShapedType>(c.getPerInputLength().getType()),
+                  ArrayRef(*lengths)));
+        }
         if (!t.getElementType().isF32() && !t.getElementType().isInteger(64))
           return o->emitError("comet-lower-to-runtime: Concat of ")
                  << t << " is not supported";
@@ -1165,8 +1181,8 @@ struct LowerToRuntimePass
             << " has dynamic dimensions; give batch-size=N to specialize them";
         return signalPassFailure();
       }
-      if (dynamic)
-        specializeShapes(f, batchSize);
+      if (dynamic && failed(specializeShapes(f, batchSize)))
+        return signalPassFailure();
       FuncLowering lowering(f, module, checkErrors);
       if (failed(lowering.run()))
         return signalPassFailure();
