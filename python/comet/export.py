@@ -51,6 +51,7 @@ TORCH_MODELS = {
     "transformer": (16, True),
     "resnet18": (17, False),
     "mobilenet_v2": (17, False),
+    "shufflenet_v2_x0_5": (17, False),
     # Exported when a test needs it (GatherGrad, ConcatTraining,
     # SplitTraining against ORT), into the build folder like the large ones.
     "embedding": (17, False),

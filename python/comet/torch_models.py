@@ -49,6 +49,20 @@ def mobilenet_v2() -> nn.Module:
     return m
 
 
+def shufflenet_v2_x0_5() -> nn.Module:
+    """torchvision shufflenet_v2_x0_5, first conv 1->24, 10 classes."""
+    import torchvision
+
+    m = torchvision.models.shufflenet_v2_x0_5(weights=None, num_classes=10)
+    old = m.conv1[0]
+    # torchvision leaves ShuffleNetV2's convs at torch's default initializer,
+    # so the 1-channel copy keeps it too (not _stem_conv's Kaiming normal).
+    m.conv1[0] = nn.Conv2d(1, old.out_channels, old.kernel_size, old.stride,
+                           old.padding, bias=old.bias is not None)
+    assert (m.conv1[0].out_channels, m.conv1[0].stride) == (24, (2, 2))
+    return m
+
+
 class Transformer(nn.Module):
     """A Transformer encoder over the 28 image rows as tokens of 28 pixels:
     Linear embedding + learned position, `layers` pre-norm encoder layers
@@ -228,8 +242,8 @@ def gpt(**kwargs) -> nn.Module:
 
 # The names comet.export.TORCH_MODELS lists (with each one's opset).
 BUILDERS = {"cnn": cnn, "transformer": transformer, "resnet18": resnet18,
-            "mobilenet_v2": mobilenet_v2, "actnet": actnet,
-            "embedding": embedding, "gpt": gpt}
+            "mobilenet_v2": mobilenet_v2, "shufflenet_v2_x0_5": shufflenet_v2_x0_5,
+            "actnet": actnet, "embedding": embedding, "gpt": gpt}
 
 
 def build(name: str, seed: int = 0, **kwargs) -> nn.Module:

@@ -29,14 +29,16 @@ SMALL = ["cnn", "transformer", "actnet"]
 # step dies of SIGFPE (test_torch_models_vs_ort.py makes the batch static
 # for its check), so actnet has no reference step here.
 REFERENCE_SMALL = ["cnn", "transformer"]
-LARGE = ["resnet18", "mobilenet_v2"]
+LARGE = ["resnet18", "mobilenet_v2", "shufflenet_v2_x0_5"]
 FILES = ["model.onnx", "training_model.onnx", "eval_model.onnx", "optimizer_model.onnx",
          "checkpoint"]
 LOSS = "onnx::loss::2"
 # Parameter counts of the torch modules (trainable, BatchNorm running statistics).
 PARAMS = {"cnn": (207018, 96), "transformer": (104394, 0), "actnet": (9098, 0),
-          "resnet18": (11175370, 9600), "mobilenet_v2": (2236106, 34112)}
-OPSETS = {"cnn": 17, "transformer": 16, "actnet": 17, "resnet18": 17, "mobilenet_v2": 17}
+          "resnet18": (11175370, 9600), "mobilenet_v2": (2236106, 34112),
+          "shufflenet_v2_x0_5": (351610, 7952)}
+OPSETS = {"cnn": 17, "transformer": 16, "actnet": 17, "resnet18": 17, "mobilenet_v2": 17,
+          "shufflenet_v2_x0_5": 17}
 
 
 def need(ok: bool, why: str) -> None:
@@ -132,6 +134,11 @@ KEY_OPS = {
                  ("ai.onnx", "GlobalAveragePool")},
     "mobilenet_v2": {("ai.onnx", "Clip"), ("ai.onnx", "GreaterOrEqual"), ("ai.onnx", "Dropout"),
                      ("com.microsoft", "BatchNormInternal")},
+    # The channel shuffle (Reshape, Transpose, Reshape on targets built from
+    # Shape) and the channel split (Slice with bounds computed from Shape).
+    "shufflenet_v2_x0_5": {("ai.onnx", "Transpose"), ("ai.onnx", "Slice"),
+                           ("com.microsoft", "SliceGrad"), ("com.microsoft", "ConcatTraining"),
+                           ("com.microsoft", "SplitTraining"), ("ai.onnx", "MaxPoolGrad")},
 }
 
 

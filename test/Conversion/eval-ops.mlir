@@ -1,9 +1,12 @@
 // RUN: comet-opt %s --comet-lower-to-runtime=batch-size=2 -cse | FileCheck %s
 
-// The module's constants come first: the folded Reshape target of
-// @attention_shape and the ConcatTraining lengths of @embedding.
+// The module's constants come first: the folded Reshape targets of
+// @attention_shape and @shuffle_shape and the ConcatTraining lengths of
+// @shuffle_shape and @embedding.
 // CHECK-DAG: memref.global "private" constant @[[TARGET:__comet_const_[0-9]+]] : memref<3xi64> = dense<[2, 8, 4]>
 // CHECK-DAG: memref.global "private" constant @[[LEN:__comet_const_[0-9]+]] : memref<2xi64> = dense<[8, 4]>
+// CHECK-DAG: memref.global "private" constant @[[SHUFFLE:__comet_const_[0-9]+]] : memref<3xi64> = dense<[2, 6, -1]>
+// CHECK-DAG: memref.global "private" constant @[[SHUFFLE_LEN:__comet_const_[0-9]+]] : memref<3xi64> = dense<1>
 
 // The attention's Reshape target as torch exports it: Shape of a tensor
 // with a batch dim, Gather of its entries (a negative index too), an i64
@@ -31,6 +34,28 @@ func.func @attention_shape(%x: tensor<?x4x8xf32>) -> tensor<?x8x4xf32> {
   %t = onnx.Concat(%bu, %nu, %four) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
   %y = onnx.Reshape(%x, %t) : (tensor<?x4x8xf32>, tensor<3xi64>) -> tensor<?x8x4xf32>
   return %y : tensor<?x8x4xf32>
+}
+
+// ORT's training graphs write every Concat as ConcatTraining, those that
+// build a Reshape target too (a channel shuffle's): the target folds as
+// with Concat, and its per-input lengths are a constant as well.
+// CHECK-LABEL: func.func @shuffle_shape(
+// CHECK-SAME: %{{.*}}: memref<2x6x2xf32> {comet.result = 0 : i64}, %{{.*}}: memref<3xi64> {comet.result = 1 : i64}
+// CHECK-NOT: call @comet_rt_concat_part
+// CHECK: memref.get_global @[[SHUFFLE:__comet_const_[0-9]+]] : memref<3xi64>
+// CHECK: memref.get_global @[[SHUFFLE_LEN:__comet_const_[0-9]+]] : memref<3xi64>
+// CHECK: call @comet_rt_reshape(
+func.func @shuffle_shape(%x: tensor<?x3x4xf32>) -> (tensor<?x?x?xf32>, tensor<3xi64>) {
+  %sh = onnx.Shape(%x) : (tensor<?x3x4xf32>) -> tensor<3xi64>
+  %i0 = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %ax = onnx.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+  %six = onnx.Constant {value = dense<6> : tensor<1xi64>} : tensor<1xi64>
+  %m1 = onnx.Constant {value = dense<-1> : tensor<1xi64>} : tensor<1xi64>
+  %b = onnx.Gather(%sh, %i0) {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %bu = onnx.Unsqueeze(%b, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %t, %len = onnx.ConcatTraining(%bu, %six, %m1) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> (tensor<3xi64>, tensor<3xi64>)
+  %y = onnx.Reshape(%x, %t) : (tensor<?x3x4xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  return %y, %len : tensor<?x?x?xf32>, tensor<3xi64>
 }
 
 // The decomposed LayerNorm and GELU of an exported eval graph: Pow by a

@@ -997,6 +997,8 @@ LogicalResult FuncLowering::lower(Operation *op) {
         Value out = o->getResult(0);
         auto t = cast<RankedTensorType>(out.getType());
         if (t.getElementType().isInteger(64) && onnx::getConstantInts(out)) {
+          // A shape built from constants (ConcatTraining stands for every
+          // Concat of a training graph); its lengths are constants too.
           if (failed(foldI64(o)))
             return failure();
           auto c = dyn_cast<ConcatTrainingOp>(o);
@@ -1004,8 +1006,8 @@ LogicalResult FuncLowering::lower(Operation *op) {
             return success();
           auto lengths = onnx::getConstantInts(c.getPerInputLength());
           if (!lengths)
-            return o->emitError("comet-lower-to-runtime: ConcatTraining "
-                                "needs static input lengths");
+            return o->emitError("comet-lower-to-runtime: ConcatTraining's "
+                                "per_input_length is not known");
           return materializeConstant(
               c.getPerInputLength(),
               DenseElementsAttr::get(
@@ -1279,8 +1281,8 @@ struct LowerToRuntimePass
             << " has dynamic dimensions; give batch-size=N to specialize them";
         return signalPassFailure();
       }
-      if (dynamic)
-        specializeShapes(f, batchSize);
+      if (dynamic && failed(specializeShapes(f, batchSize)))
+        return signalPassFailure();
       FuncLowering lowering(f, module, checkErrors);
       if (failed(lowering.run()))
         return signalPassFailure();

@@ -271,20 +271,32 @@ std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
     }
     return out;
   }
-  // Concat, and ConcatTraining's concatenation (the shape of a Reshape in
-  // the attention of a GPT's training graph).
-  if (Operation *def = v.getDefiningOp();
-      def && (isa<ConcatOp>(def) ||
-              (isa<ConcatTrainingOp>(def) && v == def->getResult(0)))) {
+  // Concat, and ConcatTraining, which ORT's training graphs put in place of
+  // every Concat, the shape-building ones included. The values are flat
+  // (row-major), so only a concatenation along axis 0 is their joining.
+  auto concatenated = [](ValueRange inputs,
+                         int64_t axis) -> std::optional<SmallVector<int64_t>> {
     SmallVector<int64_t> out;
-    for (Value in : def->getOperands()) {
+    for (Value in : inputs) {
+      if (axis < 0) {
+        auto t = dyn_cast<RankedTensorType>(in.getType());
+        if (!t || axis + t.getRank() != 0)
+          return std::nullopt;
+      } else if (axis != 0) {
+        return std::nullopt;
+      }
       auto part = getConstantInts(in);
       if (!part)
         return std::nullopt;
       out.append(*part);
     }
     return out;
-  }
+  };
+  if (auto cat = v.getDefiningOp<ConcatOp>())
+    return concatenated(cat.getInputs(), cat.getAxis());
+  if (auto cat = v.getDefiningOp<ConcatTrainingOp>();
+      cat && v == cat.getConcatResult())
+    return concatenated(cat.getInputs(), cat.getAxis());
   if (auto cat = v.getDefiningOp<ConcatTrainingOp>();
       cat && v == cat.getPerInputLength()) {
     SmallVector<int64_t> out;

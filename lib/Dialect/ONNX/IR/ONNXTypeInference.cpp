@@ -117,10 +117,24 @@ LogicalResult MaxPoolOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
+/// dX of a pooling gradient: it has the forward input's shape. Pooling
+/// keeps the batch and channel dims, so those are dY's; the spatial dims
+/// are not told by dY (floor and ceil_mode map several input sizes to one
+/// output size).
+static Type poolGradType(Value dY) {
+  Type elt = elementTypeOf(dY);
+  auto s = shapeOf(dY);
+  if (!s || s->size() < 2)
+    return tensorOf(std::nullopt, elt);
+  SmallVector<int64_t> out(s->size(), kDyn);
+  out[0] = (*s)[0];
+  out[1] = (*s)[1];
+  return RankedTensorType::get(out, elt);
+}
+
 LogicalResult MaxPoolGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  // dX has the forward input's shape, which dY and Indices do not tell.
   init(*this, types);
-  types[0] = tensorOf(std::nullopt, elementTypeOf(getDY()));
+  types[0] = poolGradType(getDY());
   return success();
 }
 
@@ -865,10 +879,8 @@ LogicalResult AveragePoolOp::inferResultTypes(SmallVectorImpl<Type> &types) {
 
 LogicalResult
 AveragePoolGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  // dX has the forward input's shape, which dY does not tell (floor and
-  // ceil_mode map several input sizes to one output size).
   init(*this, types);
-  types[0] = tensorOf(std::nullopt, elementTypeOf(getDY()));
+  types[0] = poolGradType(getDY());
   return success();
 }
 

@@ -23,14 +23,75 @@ func.func @heads(%x: tensor<?x4x3xf32>) -> tensor<?x3xf32> {
 
 // -----
 
-// A shape only known at run time: no inference, so `?` falls back to the
-// batch.
-// CHECK-LABEL: func.func @fallback(
-// CHECK-SAME: %{{.*}}: tensor<2x12xf32>, %{{.*}}: tensor<2xi64>) -> tensor<2x3xf32>
-// CHECK: onnx.Reshape(%{{.*}}, %{{.*}}) : (tensor<2x12xf32>, tensor<2xi64>) -> tensor<2x3xf32>
-func.func @fallback(%x: tensor<?x12xf32>, %s: tensor<2xi64>) -> tensor<?x3xf32> {
-  %y = onnx.Reshape(%x, %s) : (tensor<?x12xf32>, tensor<2xi64>) -> tensor<?x3xf32>
-  return %y : tensor<?x3xf32>
+// A channel shuffle and a channel split as torch exports them
+// (torchvision's ShuffleNetV2, here 3 groups of 4 channels): the Reshape
+// targets and the Slice bounds are computed from Shape at run time, and
+// the exporter left every dim of the results `?`. Once the argument is
+// specialized, Shape, Gather, Div, Unsqueeze, Concat and ConcatTraining
+// (ORT's training graphs write every Concat so) fold, and so do the
+// split point (C + 1) / 2 and its end: channels and spatial dims come out
+// exact, not the batch, and the Conv after the split sees its 6 channels.
+// CHECK-LABEL: func.func @channel_shuffle(
+// CHECK-SAME: %{{.*}}: tensor<2x12x5x7xf32>, %{{.*}}: tensor<16x6x1x1xf32>) -> (tensor<2x6x5x7xf32>, tensor<2x16x5x7xf32>)
+// CHECK: onnx.Reshape(%{{.*}}, %{{.*}}) : (tensor<2x12x5x7xf32>, tensor<5xi64>) -> tensor<2x3x4x5x7xf32>
+// CHECK: onnx.Transpose(%{{.*}}) {{.*}} : (tensor<2x3x4x5x7xf32>) -> tensor<2x4x3x5x7xf32>
+// CHECK: onnx.Reshape(%{{.*}}, %{{.*}}) : (tensor<2x4x3x5x7xf32>, tensor<4xi64>) -> tensor<2x12x5x7xf32>
+// CHECK: onnx.Slice({{.*}}) : (tensor<2x12x5x7xf32>, {{.*}}) -> tensor<2x6x5x7xf32>
+// CHECK: onnx.Slice({{.*}}) : (tensor<2x12x5x7xf32>, {{.*}}) -> tensor<2x6x5x7xf32>
+// CHECK: onnx.Conv({{.*}}) {{.*}} : (tensor<2x6x5x7xf32>, tensor<16x6x1x1xf32>, none) -> tensor<2x16x5x7xf32>
+// The memory report sizes the shuffled value as 2 x 12 x 5 x 7 floats.
+// REPORT-LABEL: comet memory report: @channel_shuffle
+// REPORT: shuffled activation 3360 [
+func.func @channel_shuffle(%x: tensor<?x12x5x7xf32>, %w: tensor<16x6x1x1xf32>) -> (tensor<?x?x?x?xf32>, tensor<?x16x?x?xf32>) {
+  %none = onnx.NoValue
+  %i0 = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %i1 = onnx.Constant {value = dense<1> : tensor<i64>} : tensor<i64>
+  %i2 = onnx.Constant {value = dense<2> : tensor<i64>} : tensor<i64>
+  %i3 = onnx.Constant {value = dense<3> : tensor<i64>} : tensor<i64>
+  %ax = onnx.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+  %one = onnx.Constant {value = dense<1> : tensor<1xi64>} : tensor<1xi64>
+  %two = onnx.Constant {value = dense<2> : tensor<1xi64>} : tensor<1xi64>
+  %g = onnx.Constant {value = dense<3> : tensor<1xi64>} : tensor<1xi64>
+  %gs = onnx.Constant {value = dense<3> : tensor<i64>} : tensor<i64>
+  %m1 = onnx.Constant {value = dense<-1> : tensor<1xi64>} : tensor<1xi64>
+  // x.view(b, groups, c // groups, h, w)
+  %sh = onnx.Shape(%x) : (tensor<?x12x5x7xf32>) -> tensor<4xi64>
+  %b = onnx.Gather(%sh, %i0) {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %c = onnx.Gather(%sh, %i1) {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %h = onnx.Gather(%sh, %i2) {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %wd = onnx.Gather(%sh, %i3) {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %cg = onnx.Div(%c, %gs) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %bu = onnx.Unsqueeze(%b, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %cgu = onnx.Unsqueeze(%cg, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %hu = onnx.Unsqueeze(%h, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %wu = onnx.Unsqueeze(%wd, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %t5 = onnx.Concat(%bu, %g, %cgu, %hu, %wu) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %r = onnx.Reshape(%x, %t5) : (tensor<?x12x5x7xf32>, tensor<5xi64>) -> tensor<?x?x?x?x?xf32>
+  // transpose(1, 2), then view(b, -1, h, w)
+  %tr = onnx.Transpose(%r) {perm = array<i64: 0, 2, 1, 3, 4>} : (tensor<?x?x?x?x?xf32>) -> tensor<?x?x?x?x?xf32>
+  %t4, %len = onnx.ConcatTraining(%bu, %m1, %hu, %wu) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> (tensor<4xi64>, tensor<4xi64>)
+  %y = onnx.Reshape(%tr, %t4) : (tensor<?x?x?x?x?xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32> loc("shuffled")
+  // y.chunk(2, dim=1): split at (C + 1) // 2, the second part ends at twice that.
+  %sy = onnx.Shape(%y) : (tensor<?x?x?x?xf32>) -> tensor<4xi64>
+  %cy = onnx.Gather(%sy, %one) {axis = 0 : i64} : (tensor<4xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %cy1 = onnx.Add(%cy, %one) : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %half = onnx.Div(%cy1, %two) : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %end = onnx.Mul(%half, %two) : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %x1 = onnx.Slice(%y, %ax, %half, %one, %none) : (tensor<?x?x?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<?x?x?x?xf32>
+  %x2 = onnx.Slice(%y, %half, %end, %one, %none) : (tensor<?x?x?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, none) -> tensor<?x?x?x?xf32>
+  %z = onnx.Conv(%x2, %w, %none) {kernel_shape = array<i64: 1, 1>} : (tensor<?x?x?x?xf32>, tensor<16x6x1x1xf32>, none) -> tensor<?x16x?x?xf32>
+  return %x1, %z : tensor<?x?x?x?xf32>, tensor<?x16x?x?xf32>
+}
+
+// -----
+
+// A pooling gradient's dX: batch and channels are dY's, the spatial dims
+// (which dY does not tell) the graph's type states.
+// CHECK-LABEL: func.func @pool_grad(
+// CHECK: onnx.MaxPoolGrad(%{{.*}}, %{{.*}}) {{.*}} : (tensor<2x4x3x3xf32>, tensor<2x4x3x3xi64>) -> tensor<2x4x7x7xf32>
+func.func @pool_grad(%dy: tensor<?x4x3x3xf32>, %i: tensor<?x4x3x3xi64>) -> tensor<?x?x7x7xf32> {
+  %dx = onnx.MaxPoolGrad(%dy, %i) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>} : (tensor<?x4x3x3xf32>, tensor<?x4x3x3xi64>) -> tensor<?x?x7x7xf32>
+  return %dx : tensor<?x?x7x7xf32>
 }
 
 // -----
@@ -88,17 +149,4 @@ func.func @image_labels(%scores: tensor<?x3xf32>, %labels: tensor<?xi64>, %s2: t
   %loss, %lp = onnx.SoftmaxCrossEntropyLoss(%scores, %labels, %none) : (tensor<?x3xf32>, tensor<?xi64>, none) -> (tensor<f32>, none)
   %loss2, %lp2 = onnx.SoftmaxCrossEntropyLoss(%s2, %l2, %none) : (tensor<?x3x5xf32>, tensor<?x?xi64>, none) -> (tensor<f32>, none)
   return %loss, %loss2 : tensor<f32>, tensor<f32>
-}
-
-// -----
-
-// Labels whose scores stay unknown (a Reshape to a run-time shape) fall
-// back to the batch like any other argument.
-// CHECK-LABEL: func.func @labels_fallback(
-// CHECK-SAME: %{{.*}}: tensor<2xi64>)
-func.func @labels_fallback(%x: tensor<?x12xf32>, %t: tensor<2xi64>, %labels: tensor<?xi64>) -> tensor<f32> {
-  %scores = onnx.Reshape(%x, %t) : (tensor<?x12xf32>, tensor<2xi64>) -> tensor<?x?xf32>
-  %none = onnx.NoValue
-  %loss, %lp = onnx.SoftmaxCrossEntropyLoss(%scores, %labels, %none) : (tensor<?x?xf32>, tensor<?xi64>, none) -> (tensor<f32>, none)
-  return %loss : tensor<f32>
 }

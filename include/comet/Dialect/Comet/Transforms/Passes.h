@@ -19,8 +19,8 @@ enum class BoundRule { Comet, Acgc };
 /// comet-compress-activations' `batchnorm`.
 enum class BatchNormPolicy { Sz, Keep };
 
-/// What specializeShapes did: values typed by their op's inference, and
-/// values (arguments included) whose `?` dims took the batch.
+/// What specializeShapes did: op results given static types, and
+/// arguments whose leading `?` dim took the batch.
 struct ShapeSpecialization {
   int64_t inferred = 0;
   int64_t batch = 0;
@@ -29,13 +29,18 @@ struct ShapeSpecialization {
 /// Whether `t` (a tensor or a compressed handle) has a dynamic dim.
 bool hasDynamicDim(mlir::Type t);
 
-/// Gives every value of `f` a static shape: arguments take `batch` for each
-/// `?`, each op's results the static type its inference gives from the
-/// specialized operands (falling back to `batch`), and `f`'s results their
-/// returned values' types. comet-specialize-shapes runs it on each
+/// Gives every value of `f` a static shape: an argument's leading `?` dim
+/// takes `batch`, each op's results the static dims that its inference
+/// gives from the specialized operands together with those their type
+/// already has, and `f`'s results their returned values' types. Fails, with
+/// an error, where a dim stays unknown (any `?` of an argument but the
+/// leading one, a result dim that neither inference nor the type gives),
+/// where the two contradict each other, and where an op does not verify
+/// with its specialized operands. comet-specialize-shapes runs it on each
 /// function; the lowering runs it too, so a graph that skipped the pass
 /// still lowers.
-ShapeSpecialization specializeShapes(mlir::func::FuncOp f, int64_t batch);
+mlir::FailureOr<ShapeSpecialization> specializeShapes(mlir::func::FuncOp f,
+                                                      int64_t batch);
 
 #define GEN_PASS_DECL
 #include "comet/Dialect/Comet/Transforms/Passes.h.inc"

@@ -11,21 +11,29 @@ def CometSpecializeShapes
     Graphs exported with a dynamic batch have `?` dims, but the liveness
     analysis (value sizes, the bounds' term counts, the memory prediction)
     and the lowering (buffers) need numbers. A `?` is not always the batch:
-    attention reshapes it into heads x batch and tokens x batch. So the
-    function's arguments take `batch-size` for each `?`; then, in program
-    order, each op's results take the static type that its type inference
-    gives from its already specialized operands (a Reshape whose shape
-    operand is a constant, a Transpose, a MatMul...), and only where the
-    inference gives none does a `?` fall back to `batch-size`. An argument
-    that a loss (SoftmaxCrossEntropyLoss or ONNX Runtime's internal form)
-    reads as labels takes its scores' dims without the class dim instead,
-    when the walk reaches the loss: a language model's scores have batch x
+    attention reshapes it into heads x batch and tokens x batch, and where
+    torch computes a shape at run time (a channel shuffle's Reshape, a
+    channel split's Slice) the exporter leaves channels and spatial dims
+    `?` too. So the leading `?` dim of each function argument takes
+    `batch-size`; then, in program order, each op's results take the static
+    dims that its type inference gives from its already specialized
+    operands (a Reshape whose shape operand is a constant or is computed by
+    Shape, Gather, Concat, ConcatTraining, Unsqueeze and integer
+    arithmetic, a Slice with such bounds, a Transpose, a MatMul...)
+    together with the static dims their type already has. A dim that
+    neither gives (any `?` of an argument but the leading one, a Reshape
+    target read at run time), a static dim that inference contradicts, and
+    an op that no longer verifies with its specialized operands are errors
+    naming the value. An argument that
+    a loss (SoftmaxCrossEntropyLoss or ONNX Runtime's internal form) reads
+    as labels takes its scores' dims without the class dim instead, when
+    the walk reaches the loss: a language model's scores have batch x
     tokens rows, one label each, though ONNX Runtime declares the labels
-    with the batch's symbol. The function's results take their returned
-    values' types. Run it before
-    `--comet-compress-activations`, so both the compression and the
-    lowering see the same sizes; `--comet-lower-to-runtime` runs the same
-    code on a graph that skipped it.
+    with the batch's symbol. The function's results take their returned values'
+    types. Run it before `--comet-compress-activations`, so both the
+    compression and the lowering see the same sizes;
+    `--comet-lower-to-runtime` runs the same code on a graph that skipped
+    it.
 
     Input (`batch-size=2`):
     ```mlir
@@ -50,9 +58,9 @@ def CometSpecializeShapes
   ];
   let statistics = [
     Statistic<"numInferred", "inferred",
-              "Values typed by their op's type inference">,
-    Statistic<"numBatch", "batch-fallback",
-              "Values whose dynamic dims took the batch size">,
+              "Op results given static types">,
+    Statistic<"numBatch", "batch",
+              "Arguments whose leading dim took the batch size">,
   ];
 }
 
