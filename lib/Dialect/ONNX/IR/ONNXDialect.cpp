@@ -47,6 +47,7 @@ static const OpInfo kOps[] = {
     {"Cast", "", 1, 1, 1, 1},
     {"Clip", "", 1, 3, 1, 1},
     {"Constant", "", 0, 0, 1, 1},
+    {"ConstantOfShape", "", 1, 1, 1, 1},
     {"Conv", "", 2, 3, 1, 1},
     {"Div", "", 2, 2, 1, 1},
     {"Dropout", "", 1, 3, 1, 2},
@@ -92,6 +93,8 @@ static const OpInfo kOps[] = {
     {"BiasGeluGrad_dX", "com.microsoft", 3, 3, 1, 1},
     {"Gelu", "com.microsoft", 1, 1, 1, 1},
     {"GeluGrad", "com.microsoft", 2, 2, 1, 1},
+    {"QuickGelu", "com.microsoft", 1, 1, 1, 1},
+    {"QuickGeluGrad", "com.microsoft", 2, 2, 1, 1},
     {"ConvGrad", "com.microsoft", 3, 3, 1, 3},
     {"DropoutGrad", "com.microsoft", 2, 4, 1, 1},
     {"FusedMatMul", "com.microsoft", 2, 2, 1, 1},
@@ -255,9 +258,17 @@ std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
     }
     return out;
   }
-  if (auto cat = v.getDefiningOp<ConcatOp>()) {
+  // Concat, or ConcatTraining's concatenation (ONNX Runtime turns a
+  // training graph's Concat into one).
+  std::optional<ValueRange> catInputs;
+  if (auto cat = v.getDefiningOp<ConcatOp>())
+    catInputs = cat.getInputs();
+  else if (auto cat = v.getDefiningOp<ConcatTrainingOp>();
+           cat && v == cat.getConcatResult())
+    catInputs = cat.getInputs();
+  if (catInputs) {
     SmallVector<int64_t> out;
-    for (Value in : cat.getInputs()) {
+    for (Value in : *catInputs) {
       auto part = getConstantInts(in);
       if (!part)
         return std::nullopt;
