@@ -1,8 +1,9 @@
 """One training step of the PyTorch-exported models (cnn, transformer,
-actnet, resnet18, mobilenet_v2, embedding) through comet-train against ONNX Runtime on the same
+actnet, resnet18, mobilenet_v2, embedding, efficientnet_b0) through
+comet-train against ONNX Runtime on the same
 training_model.onnx: the loss and every parameter gradient must agree
 within 1e-4 relative (max |comet - ort| / max |ort| per tensor; 1e-3 for
-mobilenet_v2's gradients, see MODEL_TOL).
+the gradients of mobilenet_v2 and efficientnet_b0, see MODEL_TOL).
 
 ONNX Runtime's Dropout draws its own random numbers, which COMET cannot
 reproduce. comet-train --dump-grads writes COMET's masks; the ORT side
@@ -15,12 +16,13 @@ arithmetic (a conv bias that BatchNorm
 follows) is rounding residue on both sides; it must stay below 1e-5 of the
 model's largest gradient instead.
 
-resnet18 and mobilenet_v2 are too large to check in, and the small
-embedding model (GatherGrad, ConcatTraining, SplitTraining) is made on
-demand; they live in
+resnet18, mobilenet_v2 and efficientnet_b0 are too large to check in, and
+the small embedding model (GatherGrad, ConcatTraining, SplitTraining) is
+made on demand; they live in
 $COMET_BUILD_DIR/models (default build/models, written by
 scripts/export-torch-models.sh, as for test_torch_models.py). Without them
 the tests skip, and fail under CI=true."""
+import copy
 import json
 import os
 import pathlib
@@ -46,18 +48,29 @@ TOL = 1e-4
 # by up to 3.9e-4 (features.0.1.weight, an early BatchNorm scale whose
 # gradient is a sum with heavy cancellation), so ORT's order cannot be met
 # at 1e-4 there; its tensors are held to 1e-3 (measured worst: 3.4e-4).
-MODEL_TOL = {"mobilenet_v2": 1e-3}
+# efficientnet_b0 (49 BatchNorms, depthwise convolutions, squeeze-excitation
+# gates) misses 1e-4 the same way: at batch 8 COMET and ORT each sit up to
+# 6.8e-5 and 7.9e-5 (median 3.6e-5 and 3.9e-5) from the gradients of the
+# same step in float64 (the torch model with COMET's masks), on opposite
+# sides, so they differ by up to 1.25e-4 (features.1.0.block.1.fc1.bias, an
+# early gate's bias); COMET against itself with OMP_NUM_THREADS=2 and 3
+# differs by up to 3.2e-5. Its tensors are held to 1e-3 too.
+MODEL_TOL = {"mobilenet_v2": 1e-3, "efficientnet_b0": 1e-3}
 # The models with BatchNorm (running statistics to compare), and the
 # gradient counts of the transformer and the embedding model (all
 # parameters).
-HAS_BATCHNORM = {"cnn", "resnet18", "mobilenet_v2"}
+HAS_BATCHNORM = {"cnn", "resnet18", "mobilenet_v2", "efficientnet_b0"}
 NUM_GRADS = {"transformer": 31, "embedding": 6}
 # Ops a model must contain to test what it is there for: the embedding
 # model has the three forms ORT gives an exported GELU (fused with the
 # Linear's bias, alone after the Gather, and unfused after a Mul).
 KEY_OPS = {"embedding": {"Gather", "GatherGrad", "ConcatTraining", "SplitTraining",
                          "BiasGelu", "BiasGeluGrad_dX", "Gelu", "GeluGrad",
-                         "Erf", "Neg", "Exp"}}
+                         "Erf", "Neg", "Exp"},
+           # SiLU as QuickGelu, the squeeze-excitation's Sigmoid, and the
+           # stochastic depth's noise: Dropout of a ConstantOfShape.
+           "efficientnet_b0": {"QuickGelu", "QuickGeluGrad", "Sigmoid", "SigmoidGrad",
+                               "ConstantOfShape", "Dropout"}}
 # A gradient below this fraction of the model's largest is zero in exact
 # arithmetic (rounding residue is ~1e-6 of it).
 ZERO = 1e-5
@@ -110,8 +123,18 @@ def masks_as_inputs(model: onnx.ModelProto, masks: dict) -> onnx.ModelProto:
 def mask_shapes(model: onnx.ModelProto) -> dict:
     """The shape of each Dropout mask: the inferred dims, with -1 for the
     symbolic one (the batch, or batch x heads for attention), which the
-    mask's size resolves."""
-    inferred = onnx.shape_inference.infer_shapes(model)
+    mask's size resolves. A Dropout of a ConstantOfShape (the stochastic
+    depth's noise, [batch, 1, 1, 1]) has its shape computed from Shape,
+    Gather and a ConcatTraining, which onnx does not know: the inference
+    runs on a copy where each ConcatTraining is a Concat, with data
+    propagation."""
+    model = copy.deepcopy(model)
+    for n in model.graph.node:
+        if n.op_type == "ConcatTraining" and n.domain == "com.microsoft":
+            axis = next(a.i for a in n.attribute if a.name == "axis")
+            n.CopyFrom(helper.make_node("Concat", list(n.input), [n.output[0]],
+                                        name=n.name, axis=axis))
+    inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     vi = {v.name: v for v in inferred.graph.value_info}
     shapes = {}
     for node in model.graph.node:
@@ -208,7 +231,7 @@ def comet_step(d: pathlib.Path, tmp_path, seed=0):
 
 
 @pytest.mark.parametrize("name", ["cnn", "transformer", "actnet", "resnet18",
-                                  "mobilenet_v2", "embedding"])
+                                  "mobilenet_v2", "embedding", "efficientnet_b0"])
 def test_one_step_matches_ort(name, tmp_path):
     d = model_dir(name)
     images, labels, out, raw_masks = comet_step(d, tmp_path)
