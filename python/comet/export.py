@@ -52,6 +52,7 @@ TORCH_MODELS = {
     "resnet18": (17, False),
     "mobilenet_v2": (17, False),
     "shufflenet_v2_x0_5": (17, False),
+    "efficientnet_b0": (17, False),
     # Exported when a test needs it (GatherGrad, ConcatTraining,
     # SplitTraining against ORT), into the build folder like the large ones.
     "embedding": (17, False),

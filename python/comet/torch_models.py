@@ -63,6 +63,44 @@ def shufflenet_v2_x0_5() -> nn.Module:
     return m
 
 
+class StochasticDepth(nn.Module):
+    """torchvision's StochasticDepth in "row" mode, written so that torch's
+    ONNX exporter takes it in training mode: each sample's residual branch
+    is kept with probability 1 - p and scaled by 1 / (1 - p). torchvision
+    draws the per-sample noise with Tensor.bernoulli_(1 - p), which torch
+    1.13 cannot export ("out parameter is not supported for bernoulli");
+    dropout of a [batch, 1, ..., 1] tensor of ones is the same noise, and
+    exports as ConstantOfShape and Dropout (Dropout's mask is the noise)."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if not self.training or self.p == 0.0:
+            return x
+        ones = torch.ones([x.shape[0]] + [1] * (x.dim() - 1), dtype=x.dtype)
+        return x * nn.functional.dropout(ones, self.p, training=True)
+
+
+def efficientnet_b0() -> nn.Module:
+    """torchvision efficientnet_b0, stem conv 1->32 3x3 stride 2, 10
+    classes; each block's StochasticDepth replaced by the exportable
+    StochasticDepth above with the same p."""
+    import torchvision
+    from torchvision.ops import StochasticDepth as TvStochasticDepth
+
+    m = torchvision.models.efficientnet_b0(weights=None, num_classes=10)
+    m.features[0][0] = _stem_conv(m.features[0][0])
+    assert (m.features[0][0].out_channels, m.features[0][0].stride) == (32, (2, 2))
+    for block in m.modules():
+        sd = getattr(block, "stochastic_depth", None)
+        if isinstance(sd, TvStochasticDepth):
+            assert sd.mode == "row"
+            block.stochastic_depth = StochasticDepth(sd.p)
+    return m
+
+
 class Transformer(nn.Module):
     """A Transformer encoder over the 28 image rows as tokens of 28 pixels:
     Linear embedding + learned position, `layers` pre-norm encoder layers
@@ -243,7 +281,8 @@ def gpt(**kwargs) -> nn.Module:
 # The names comet.export.TORCH_MODELS lists (with each one's opset).
 BUILDERS = {"cnn": cnn, "transformer": transformer, "resnet18": resnet18,
             "mobilenet_v2": mobilenet_v2, "shufflenet_v2_x0_5": shufflenet_v2_x0_5,
-            "actnet": actnet, "embedding": embedding, "gpt": gpt}
+            "efficientnet_b0": efficientnet_b0, "actnet": actnet,
+            "embedding": embedding, "gpt": gpt}
 
 
 def build(name: str, seed: int = 0, **kwargs) -> nn.Module:

@@ -193,6 +193,23 @@ def test_relu_and_relu_grad():
     close(dx, want_dx)
 
 
+@pytest.mark.parametrize("alpha", [None, 1.0, -0.5])
+def test_quick_gelu_and_grad(alpha):
+    """com.microsoft QuickGelu and QuickGeluGrad: ORT's default alpha (no
+    attribute, 1.702), SiLU's 1 and a negative one."""
+    x, dy = rand(3, 4, 5, lo=-8.0, hi=8.0), rand(3, 4, 5)
+    attrs = {} if alpha is None else {"alpha": alpha}
+    a = 1.702 if alpha is None else alpha
+    (want,) = run_ort("QuickGelu", [("x", x)], 1, domain="com.microsoft", attrs=attrs)
+    (want_dx,) = run_ort("QuickGeluGrad", [("dy", dy), ("x", x)], 1,
+                         domain="com.microsoft", attrs=attrs)
+    y, dx = np.zeros_like(x), np.zeros_like(x)
+    call("quick_gelu", x, y, a)
+    call("quick_gelu_grad", dy, x, dx, a)
+    close(y, want)
+    close(dx, want_dx)
+
+
 @pytest.mark.parametrize("attrs", [
     dict(kernel_shape=[2, 2], strides=[2, 2]),
     dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),

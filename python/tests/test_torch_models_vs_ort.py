@@ -1,9 +1,10 @@
 """One training step of the PyTorch-exported models (cnn, transformer,
-actnet, resnet18, mobilenet_v2, embedding, gpt) through comet-train against ONNX Runtime on the same
+actnet, resnet18, mobilenet_v2, embedding, gpt, efficientnet_b0) through
+comet-train against ONNX Runtime on the same
 training_model.onnx: the loss and every parameter gradient must agree
 within 1e-4 relative (max |comet - ort| / max |ort| per tensor; 1e-3 for
-mobilenet_v2's gradients, see MODEL_TOL). The gpt's batch is token ids
-and one label per token (see step_batch).
+the gradients of mobilenet_v2 and efficientnet_b0, see MODEL_TOL). The
+gpt's batch is token ids and one label per token (see step_batch).
 
 ONNX Runtime's Dropout draws its own random numbers, which COMET cannot
 reproduce. comet-train --dump-grads writes COMET's masks; the ORT side
@@ -16,12 +17,13 @@ arithmetic (a conv bias that BatchNorm
 follows) is rounding residue on both sides; it must stay below 1e-5 of the
 model's largest gradient instead.
 
-resnet18 and mobilenet_v2 are too large to check in, and the small
-embedding model (GatherGrad, ConcatTraining, SplitTraining) and gpt (Split,
-Equal, Where) are made on demand; they live in
+resnet18, mobilenet_v2 and efficientnet_b0 are too large to check in, and
+the small embedding model (GatherGrad, ConcatTraining, SplitTraining) and
+gpt (Split, Equal, Where) are made on demand; they live in
 $COMET_BUILD_DIR/models (default build/models, written by
 scripts/export-torch-models.sh, as for test_torch_models.py). Without them
 the tests skip, and fail under CI=true."""
+import copy
 import json
 import os
 import pathlib
@@ -47,11 +49,18 @@ TOL = 1e-4
 # by up to 3.9e-4 (features.0.1.weight, an early BatchNorm scale whose
 # gradient is a sum with heavy cancellation), so ORT's order cannot be met
 # at 1e-4 there; its tensors are held to 1e-3 (measured worst: 3.4e-4).
-MODEL_TOL = {"mobilenet_v2": 1e-3}
+# efficientnet_b0 (49 BatchNorms, depthwise convolutions, squeeze-excitation
+# gates) misses 1e-4 the same way: at batch 8 COMET and ORT each sit up to
+# 6.8e-5 and 7.9e-5 (median 3.6e-5 and 3.9e-5) from the gradients of the
+# same step in float64 (the torch model with COMET's masks), on opposite
+# sides, so they differ by up to 1.25e-4 (features.1.0.block.1.fc1.bias, an
+# early gate's bias); COMET against itself with OMP_NUM_THREADS=2 and 3
+# differs by up to 3.2e-5. Its tensors are held to 1e-3 too.
+MODEL_TOL = {"mobilenet_v2": 1e-3, "efficientnet_b0": 1e-3}
 # The models with BatchNorm (running statistics to compare), and the
 # gradient counts of the transformer and the embedding model (all
 # parameters).
-HAS_BATCHNORM = {"cnn", "resnet18", "mobilenet_v2"}
+HAS_BATCHNORM = {"cnn", "resnet18", "mobilenet_v2", "efficientnet_b0"}
 NUM_GRADS = {"transformer": 31, "embedding": 6, "gpt": 29}
 # Ops a model must contain to test what it is there for: the embedding
 # model has the three forms ORT gives an exported GELU (fused with the
@@ -62,7 +71,11 @@ KEY_OPS = {"embedding": {"Gather", "GatherGrad", "ConcatTraining", "SplitTrainin
            # The gpt: q/k/v by Split, the causal mask by Equal and Where (a
            # second Where in the backward), the embeddings' GatherGrad.
            "gpt": {"Split", "Equal", "Where", "Gather", "GatherGrad", "Softmax",
-                   "SoftmaxGrad_13", "Dropout", "DropoutGrad"}}
+                   "SoftmaxGrad_13", "Dropout", "DropoutGrad"},
+           # SiLU as QuickGelu, the squeeze-excitation's Sigmoid, and the
+           # stochastic depth's noise: Dropout of a ConstantOfShape.
+           "efficientnet_b0": {"QuickGelu", "QuickGeluGrad", "Sigmoid", "SigmoidGrad",
+                               "ConstantOfShape", "Dropout"}}
 # A gradient below this fraction of the model's largest is zero in exact
 # arithmetic (rounding residue is ~1e-6 of it).
 ZERO = 1e-5
@@ -118,8 +131,17 @@ def mask_shapes(model: onnx.ModelProto) -> dict:
     mask's size resolves. Where two are symbolic (the gpt's attention mask
     [batch, heads, T, T], heads coming from a Reshape target that ONNX's
     inference does not follow through ConcatTraining), the leading one is
-    the batch."""
-    inferred = onnx.shape_inference.infer_shapes(model)
+    the batch. A Dropout of a ConstantOfShape (the stochastic depth's
+    noise, [batch, 1, 1, 1]) has its shape computed from Shape, Gather and
+    a ConcatTraining, which onnx does not know: the inference runs on a
+    copy where each ConcatTraining is a Concat, with data propagation."""
+    model = copy.deepcopy(model)
+    for n in model.graph.node:
+        if n.op_type == "ConcatTraining" and n.domain == "com.microsoft":
+            axis = next(a.i for a in n.attribute if a.name == "axis")
+            n.CopyFrom(helper.make_node("Concat", list(n.input), [n.output[0]],
+                                        name=n.name, axis=axis))
+    inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     vi = {v.name: v for v in inferred.graph.value_info}
     shapes = {}
     for node in model.graph.node:
@@ -239,7 +261,8 @@ def comet_step(d: pathlib.Path, tmp_path, seed=0):
 
 
 @pytest.mark.parametrize("name", ["cnn", "transformer", "actnet", "resnet18",
-                                  "mobilenet_v2", "embedding", "gpt"])
+                                  "mobilenet_v2", "embedding", "gpt",
+                                  "efficientnet_b0"])
 def test_one_step_matches_ort(name, tmp_path):
     d = model_dir(name)
     images, labels, out, raw_masks = comet_step(d, tmp_path)

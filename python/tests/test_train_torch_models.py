@@ -17,6 +17,7 @@ import os
 import subprocess
 
 import numpy as np
+import onnx
 import pytest
 from comet_tools import tool
 from test_torch_models_vs_ort import model_dir
@@ -193,3 +194,53 @@ def test_gpt_needs_token_data(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 1
     assert "takes int64 token ids" in p.stderr and "--data synthetic" in p.stderr, p.stderr
+
+
+def test_efficientnet_b0_trains_from_its_artifact_folder(tmp_path):
+    """efficientnet_b0 (SiLU as ORT's QuickGelu, squeeze-excitation with
+    Sigmoid, stochastic depth as ConstantOfShape and Dropout) trains a few
+    steps of 8 from its folder alone (AdamW, checkpoint, eval graph) with
+    --compress static. The input X of each QuickGeluGrad that is a
+    BatchNorm output (read by nothing else in the backward pass) is an sz
+    slot that shrinks, the classifier's Dropout mask is a 1-bit mask stream, and the
+    eval graph (the noise's ConstantOfShape and Dropout in inference mode)
+    gives a finite loss. The model learns too slowly to show in a few steps
+    (ORT's own training API, batch 16, AdamW 1e-3: 7.34 over the first 10
+    steps, 6.21 over steps 31-40), so the losses only have to stay finite."""
+    if not os.path.isdir(FMNIST):
+        pytest.skip("dataset-fashion-mnist not installed")
+    d = model_dir("efficientnet_b0")
+    steps = 4
+    rep = tmp_path / "r.json"
+    p = subprocess.run([tool("comet-train"), str(d), "--data", "fashion-mnist",
+                        "--data-dir", FMNIST, "--batch", "8", "--max-steps", str(steps),
+                        "--eval-samples", "64", "--compress", "static",
+                        "--compress-options", "min-bytes=8192",
+                        "--report", str(rep), "--quiet"],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(rep.read_text())
+    assert r["steps"] == steps and r["optimizer"] == "AdamWOptimizer"
+    assert all(np.isfinite(r["loss_history"])), r["loss_history"]
+    assert np.isfinite(r["test_loss"])
+    slots = {s["value"]: s for s in r["slots"]}
+    # Slots are named by the node that computes the value (":<i>" for a
+    # node with several outputs).
+    graph = onnx.load(str(d / "training_model.onnx"), load_external_data=False)
+    producer = {o: (n, i) for n in graph.graph.node for i, o in enumerate(n.output)}
+    xs = []
+    for n in graph.graph.node:
+        if n.op_type == "QuickGeluGrad":
+            src, i = producer[n.input[1]]
+            # The squeeze-excitation's fc1 outputs ([8, C, 1, 1]) are below
+            # min-bytes; the other 33 X are BatchNorm outputs.
+            if src.op_type == "BatchNormInternal":
+                xs.append(f"{src.name}:{i}")
+    assert len(xs) == 33
+    for v in xs:
+        assert v in slots and slots[v]["codec"] == "sz", (v, sorted(slots))
+        assert slots[v]["ratio"] > 1.0, slots[v]
+    masks = [s for s in r["slots"] if s["value"].endswith("Dropout:1")]
+    assert [m["value"] for m in masks] == ["/classifier/classifier.0/Dropout:1"], masks
+    assert masks[0]["codec"] == "mask" and masks[0]["ratio"] > 5, masks[0]
+    assert 0 < r["activation_bytes_compressed"] < r["activation_bytes_uncompressed"]

@@ -290,6 +290,22 @@ __global__ void reluGradK(const float *dy, const float *x, float *dx,
   GRID_STRIDE(i, n) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+/// QuickGelu: y = x * s, s = sigmoid(alpha * x); its gradient
+/// dx = dy * (s + alpha * x * s * (1 - s)).
+__device__ float sigmoidOf(float v) { return 1.0f / (1.0f + expf(-v)); }
+
+__global__ void quickGeluK(const float *x, float *y, float alpha, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = x[i] * sigmoidOf(alpha * x[i]);
+}
+
+__global__ void quickGeluGradK(const float *dy, const float *x, float *dx,
+                               float alpha, int64_t n) {
+  GRID_STRIDE(i, n) {
+    float v = alpha * x[i], s = sigmoidOf(v);
+    dx[i] = dy[i] * (s + v * s * (1.0f - s));
+  }
+}
+
 __global__ void scaleK(const float *x, const float *s, float *y, int64_t n,
                        int down) {
   float f = *s;
@@ -1254,6 +1270,42 @@ int32_t reluGrad(comet_rt_context *ctx, comet_rt_memref *dym,
   return ok();
 }
 
+int32_t quickGelu(comet_rt_context *ctx, comet_rt_memref *xm,
+                  comet_rt_memref *ym, float alpha) {
+  Tensor x, y;
+  COMET_RT_TRY(view(xm, 4, "quick_gelu X", x));
+  COMET_RT_TRY(view(ym, 4, "quick_gelu Y", y));
+  COMET_RT_CHECK(x.dims == y.dims, "quick_gelu: X ", shapeStr(x.dims),
+                 " and Y ", shapeStr(y.dims), " must share a shape");
+  COMET_RT_CHECK(std::isfinite(alpha), "quick_gelu: alpha must be finite, got ",
+                 alpha);
+  if (x.numel() == 0)
+    return ok();
+  quickGeluK<<<gridFor(x.numel()), kThreads, 0, state(ctx).stream>>>(
+      x.f(), y.f(), alpha, x.numel());
+  LAUNCHED("quick_gelu");
+  return ok();
+}
+
+int32_t quickGeluGrad(comet_rt_context *ctx, comet_rt_memref *dym,
+                      comet_rt_memref *xm, comet_rt_memref *dxm, float alpha) {
+  Tensor dy, x, dx;
+  COMET_RT_TRY(view(dym, 4, "quick_gelu_grad dY", dy));
+  COMET_RT_TRY(view(xm, 4, "quick_gelu_grad X", x));
+  COMET_RT_TRY(view(dxm, 4, "quick_gelu_grad dX", dx));
+  COMET_RT_CHECK(dy.dims == x.dims && dx.dims == x.dims, "quick_gelu_grad: dY ",
+                 shapeStr(dy.dims), ", X ", shapeStr(x.dims), " and dX ",
+                 shapeStr(dx.dims), " must share a shape");
+  COMET_RT_CHECK(std::isfinite(alpha),
+                 "quick_gelu_grad: alpha must be finite, got ", alpha);
+  if (x.numel() == 0)
+    return ok();
+  quickGeluGradK<<<gridFor(x.numel()), kThreads, 0, state(ctx).stream>>>(
+      dy.f(), x.f(), dx.f(), alpha, x.numel());
+  LAUNCHED("quick_gelu_grad");
+  return ok();
+}
+
 /// Copies X into Y (same element count) on the stream; X may be host
 /// memory (a constant of the compiled code).
 int32_t copyImpl(comet_rt_context *ctx, const char *op, comet_rt_memref *xm,
@@ -1967,6 +2019,8 @@ Backend makeBackend() {
   b.log_softmax = logSoftmax;
   b.relu = relu;
   b.relu_grad = reluGrad;
+  b.quick_gelu = quickGelu;
+  b.quick_gelu_grad = quickGeluGrad;
   b.maxpool2d = maxpool2d;
   b.maxpool_grad = maxpoolGrad;
   b.global_average_pool = globalAveragePool;

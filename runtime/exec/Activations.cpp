@@ -1,8 +1,9 @@
-//===- Activations.cpp - Sigmoid, tanh, average pooling and Pad -----------===//
+//===- Activations.cpp - Sigmoid, tanh, QuickGelu, average pooling, Pad ---===//
 //
 // Sigmoid and Tanh with their gradients on oneDNN's eltwise primitives (the
 // *_use_dst_for_bwd algorithms: ORT's SigmoidGrad and TanhGrad read the
-// forward output Y, not X); AveragePool and its gradient on oneDNN's
+// forward output Y, not X); QuickGelu and its gradient on eltwise swish
+// (x * sigmoid(alpha x), from X); AveragePool and its gradient on oneDNN's
 // pooling (avg_include_padding / avg_exclude_padding); constant-mode Pad
 // (which also crops, for the gradient of a Pad) as glue.
 //
@@ -13,6 +14,7 @@
 #include "comet/runtime/exec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 using namespace comet::rt;
@@ -97,6 +99,28 @@ int32_t comet_rt_cpu_tanh_grad(comet_rt_context *ctx, comet_rt_memref *dym,
   return eltwiseBackward(ctx, "tanh_grad",
                          dnnl::algorithm::eltwise_tanh_use_dst_for_bwd,
                          /*fromDst=*/true, dym, ym, dxm);
+}
+
+/// QuickGelu's alpha must be finite: oneDNN's swish takes any finite one.
+static int32_t checkAlpha(const char *op, float alpha) {
+  COMET_RT_CHECK(std::isfinite(alpha), op, ": alpha must be finite, got ",
+                 alpha);
+  return COMET_RT_SUCCESS;
+}
+
+int32_t comet_rt_cpu_quick_gelu(comet_rt_context *ctx, comet_rt_memref *xm,
+                                comet_rt_memref *ym, float alpha) {
+  COMET_RT_TRY(checkAlpha("quick_gelu", alpha));
+  return eltwiseForward(ctx, "quick_gelu", dnnl::algorithm::eltwise_swish, xm,
+                        ym, alpha);
+}
+
+int32_t comet_rt_cpu_quick_gelu_grad(comet_rt_context *ctx,
+                                     comet_rt_memref *dym, comet_rt_memref *xm,
+                                     comet_rt_memref *dxm, float alpha) {
+  COMET_RT_TRY(checkAlpha("quick_gelu_grad", alpha));
+  return eltwiseBackward(ctx, "quick_gelu_grad", dnnl::algorithm::eltwise_swish,
+                         /*fromDst=*/false, dym, xm, dxm, alpha);
 }
 
 int32_t comet_rt_cpu_avgpool2d(comet_rt_context *ctx, comet_rt_memref *xm,

@@ -651,13 +651,15 @@ int32_t eltwiseImpl(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
   int64_t n = x.numel();
   if (n == 0)
     return ok();
-  // The exponent's bits key the primitive: distinct betas never share one.
-  uint32_t betaBits;
+  // The bits of alpha and beta key the primitive: distinct values (Pow's
+  // exponent, QuickGelu's alpha) never share one.
+  uint32_t alphaBits, betaBits;
+  std::memcpy(&alphaBits, &alpha, sizeof(alpha));
   std::memcpy(&betaBits, &beta, sizeof(beta));
   return guard(op, [&] {
     memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
-    Primitive p =
-        getPrimitive(key(op, {n, int64_t(alg), int64_t(betaBits)}), [&] {
+    Primitive p = getPrimitive(
+        key(op, {n, int64_t(alg), int64_t(alphaBits), int64_t(betaBits)}), [&] {
           dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg,
                                         md, alpha, beta);
           dnnl::eltwise_forward::primitive_desc pd(d, userScratchpadAttr(),
@@ -672,20 +674,24 @@ int32_t eltwiseImpl(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
 
 int32_t eltwiseBackwardImpl(comet_rt_context *ctx, const char *op,
                             dnnl::algorithm alg, bool fromDst, float *in,
-                            const Tensor &dy, const Tensor &dx, int64_t n) {
+                            const Tensor &dy, const Tensor &dx, int64_t n,
+                            float alpha) {
   if (n == 0)
     return ok();
+  uint32_t alphaBits;
+  std::memcpy(&alphaBits, &alpha, sizeof(alpha));
   return guard(op, [&] {
     memory::desc md({n}, memory::data_type::f32, memory::format_tag::a);
-    Primitive p = getPrimitive(key(op, {n, int64_t(alg)}), [&] {
-      dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg, md,
-                                     0.f, 0.f);
-      dnnl::eltwise_forward::primitive_desc fpd(fd, engine());
-      dnnl::eltwise_backward::desc d(alg, md, md, 0.f, 0.f);
-      dnnl::eltwise_backward::primitive_desc pd(d, userScratchpadAttr(),
-                                                engine(), fpd);
-      return Primitive{dnnl::eltwise_backward(pd), pd.scratchpad_desc()};
-    });
+    Primitive p =
+        getPrimitive(key(op, {n, int64_t(alg), int64_t(alphaBits)}), [&] {
+          dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg,
+                                         md, alpha, 0.f);
+          dnnl::eltwise_forward::primitive_desc fpd(fd, engine());
+          dnnl::eltwise_backward::desc d(alg, md, md, alpha, 0.f);
+          dnnl::eltwise_backward::primitive_desc pd(d, userScratchpadAttr(),
+                                                    engine(), fpd);
+          return Primitive{dnnl::eltwise_backward(pd), pd.scratchpad_desc()};
+        });
     execute(ctx, p,
             {{fromDst ? DNNL_ARG_DST : DNNL_ARG_SRC, mem(md, in)},
              {DNNL_ARG_DIFF_DST, mem(md, dy.data)},
@@ -696,15 +702,16 @@ int32_t eltwiseBackwardImpl(comet_rt_context *ctx, const char *op,
 
 int32_t eltwiseForward(comet_rt_context *ctx, const char *op,
                        dnnl::algorithm alg, comet_rt_memref *xm,
-                       comet_rt_memref *ym) {
+                       comet_rt_memref *ym, float alpha) {
   Tensor x, y;
   COMET_RT_TRY(unaryViews(op, xm, ym, x, y));
-  return eltwiseImpl(ctx, op, alg, 0.f, 0.f, x, y);
+  return eltwiseImpl(ctx, op, alg, alpha, 0.f, x, y);
 }
 
 int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
                         dnnl::algorithm alg, bool fromDst, comet_rt_memref *dym,
-                        comet_rt_memref *inm, comet_rt_memref *dxm) {
+                        comet_rt_memref *inm, comet_rt_memref *dxm,
+                        float alpha) {
   const char *inName = fromDst ? " Y" : " X";
   Tensor dy, in, dx;
   COMET_RT_TRY(view(dym, 4, concat(op, " dY").c_str(), dy));
@@ -713,7 +720,8 @@ int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
   COMET_RT_CHECK(dy.dims == in.dims && dx.dims == in.dims, op, ": dY ",
                  shapeStr(dy.dims), ",", inName, " ", shapeStr(in.dims),
                  " and dX ", shapeStr(dx.dims), " must share a shape");
-  return eltwiseBackwardImpl(ctx, op, alg, fromDst, in.f(), dy, dx, in.numel());
+  return eltwiseBackwardImpl(ctx, op, alg, fromDst, in.f(), dy, dx, in.numel(),
+                             alpha);
 }
 
 } // namespace comet::rt

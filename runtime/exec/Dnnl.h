@@ -41,19 +41,22 @@ int32_t guard(const char *op, const std::function<int32_t()> &body);
 /// tensor; x and y have the same number of elements.
 int32_t eltwiseImpl(comet_rt_context *ctx, const char *op, dnnl::algorithm alg,
                     float alpha, float beta, const Tensor &x, const Tensor &y);
-/// dX = dY * f'(.) over n elements by oneDNN eltwise backward `alg`, from
-/// the forward's output `in` (a *_use_dst_for_bwd alg: fromDst) or input.
+/// dX = dY * f'(.) over n elements by oneDNN eltwise backward `alg` (with
+/// `alpha`, e.g. swish's), from the forward's output `in` (a
+/// *_use_dst_for_bwd alg: fromDst) or input.
 int32_t eltwiseBackwardImpl(comet_rt_context *ctx, const char *op,
                             dnnl::algorithm alg, bool fromDst, float *in,
-                            const Tensor &dy, const Tensor &dx, int64_t n);
+                            const Tensor &dy, const Tensor &dx, int64_t n,
+                            float alpha = 0.f);
 /// The memref forms: Y = f(X), and dX = dY * f'(.) from the saved `in`
 /// (X or Y as above), all of one shape.
 int32_t eltwiseForward(comet_rt_context *ctx, const char *op,
                        dnnl::algorithm alg, comet_rt_memref *xm,
-                       comet_rt_memref *ym);
+                       comet_rt_memref *ym, float alpha = 0.f);
 int32_t eltwiseBackward(comet_rt_context *ctx, const char *op,
                         dnnl::algorithm alg, bool fromDst, comet_rt_memref *dym,
-                        comet_rt_memref *inm, comet_rt_memref *dxm);
+                        comet_rt_memref *inm, comet_rt_memref *dxm,
+                        float alpha = 0.f);
 
 /// Y = alpha * A' x B' on oneDNN matmul, where A' and B' are A and B read
 /// through the logical dims (padded to one rank r >= 2) and strides given;

@@ -1,12 +1,16 @@
 // RUN: comet-opt %s --comet-lower-to-runtime=batch-size=2 -cse | FileCheck %s
 
 // The module's constants come first: the folded Reshape targets of
-// @attention_shape and @shuffle_shape and the ConcatTraining lengths of
-// @shuffle_shape and @embedding.
+// @attention_shape and @shuffle_shape, the ConcatTraining lengths of
+// @shuffle_shape and @embedding, and the constants of @stochastic_depth
+// (below).
 // CHECK-DAG: memref.global "private" constant @[[TARGET:__comet_const_[0-9]+]] : memref<3xi64> = dense<[2, 8, 4]>
 // CHECK-DAG: memref.global "private" constant @[[LEN:__comet_const_[0-9]+]] : memref<2xi64> = dense<[8, 4]>
 // CHECK-DAG: memref.global "private" constant @[[SHUFFLE:__comet_const_[0-9]+]] : memref<3xi64> = dense<[2, 6, -1]>
 // CHECK-DAG: memref.global "private" constant @[[SHUFFLE_LEN:__comet_const_[0-9]+]] : memref<3xi64> = dense<1>
+// CHECK-DAG: memref.global "private" constant @[[ONES:__comet_const_[0-9]+]] : memref<2x1x1x1xf32> = dense<1.000000e+00>
+// CHECK-DAG: memref.global "private" constant @[[DIMS:__comet_const_[0-9]+]] : memref<4xi64> = dense<[2, 1, 1, 1]>
+// CHECK-DAG: memref.global "private" constant @[[LENS:__comet_const_[0-9]+]] : memref<4xi64> = dense<1>
 
 // The attention's Reshape target as torch exports it: Shape of a tensor
 // with a batch dim, Gather of its entries (a negative index too), an i64
@@ -85,6 +89,40 @@ func.func @gelu(%x: tensor<?x8xf32>, %dy: tensor<?x8xf32>) -> (tensor<?x8xf32>, 
   %y = onnx.Gelu(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
   %dx = onnx.GeluGrad(%dy, %x) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %y, %dx : tensor<?x8xf32>, tensor<?x8xf32>
+}
+
+// EfficientNet's SiLU (ORT's QuickGelu, alpha 1) and the stochastic
+// depth's per-sample noise: ConstantOfShape over [batch, 1, 1, 1] as torch
+// builds the shape (Shape, Gather, Unsqueeze) and ORT concatenates it
+// (ConcatTraining). Once the batch is specialized the shape folds to
+// [2, 1, 1, 1] (and its lengths to [1, 1, 1, 1]), and the noise is a
+// constant of ones; QuickGeluGrad without an attribute takes ORT's default
+// alpha 1.702.
+// CHECK-LABEL: func.func @stochastic_depth(
+// CHECK: %[[A1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: call @comet_rt_quick_gelu(%arg0, %{{.*}}, %{{.*}}, %[[A1]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, f32) -> i32
+// CHECK-NOT: call @comet_rt_concat_part
+// CHECK: memref.get_global @[[DIMS]] : memref<4xi64>
+// CHECK: memref.get_global @[[LENS]] : memref<4xi64>
+// CHECK: memref.get_global @[[ONES]] : memref<2x1x1x1xf32>
+// CHECK: call @comet_rt_mul(
+// CHECK: %[[A2:.*]] = arith.constant 1.702000e+00 : f32
+// CHECK: call @comet_rt_quick_gelu_grad(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[A2]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xf32>, f32) -> i32
+func.func @stochastic_depth(%x: tensor<?x4x3x3xf32>, %dy: tensor<?x4x3x3xf32>) -> (tensor<?x4x3x3xf32>, tensor<?x4x3x3xf32>, tensor<4xi64>) {
+  %none = onnx.NoValue
+  %q = onnx.QuickGelu(%x) {alpha = 1.0 : f32} : (tensor<?x4x3x3xf32>) -> tensor<?x4x3x3xf32>
+  %sh = onnx.Shape(%q) : (tensor<?x4x3x3xf32>) -> tensor<4xi64>
+  %i0 = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %ax = onnx.Constant {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+  %one = onnx.Constant {value = dense<1> : tensor<i64>} : tensor<i64>
+  %n = onnx.Gather(%sh, %i0) {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %n1 = onnx.Unsqueeze(%n, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %one1 = onnx.Unsqueeze(%one, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %dims, %len = onnx.ConcatTraining(%n1, %one1, %one1, %one1) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> (tensor<4xi64>, tensor<4xi64>)
+  %ones = onnx.ConstantOfShape(%dims) {value = dense<1.0> : tensor<1xf32>} : (tensor<4xi64>) -> tensor<?x1x1x1xf32>
+  %y = onnx.Mul(%q, %ones) : (tensor<?x4x3x3xf32>, tensor<?x1x1x1xf32>) -> tensor<?x4x3x3xf32>
+  %dx = onnx.QuickGeluGrad(%dy, %x) : (tensor<?x4x3x3xf32>, tensor<?x4x3x3xf32>) -> tensor<?x4x3x3xf32>
+  return %y, %dx, %len : tensor<?x4x3x3xf32>, tensor<?x4x3x3xf32>, tensor<4xi64>
 }
 
 // An embedding and the gradients ORT builds for it: Gather of rows by i64

@@ -697,6 +697,20 @@ LogicalResult FuncLowering::lower(Operation *op) {
         return materializeConstant(
             o.getSize(), DenseElementsAttr::get(t, {xt.getNumElements()}));
       })
+      .Case<ConstantOfShapeOp>([&](ConstantOfShapeOp o) -> LogicalResult {
+        // The shape is static after specialization: a splat constant.
+        auto t = cast<RankedTensorType>(o.getOutput().getType());
+        Attribute fill = FloatAttr::get(b.getF32Type(), 0.0);
+        if (auto v = o.getValue()) {
+          DenseElementsAttr d = denseOf(*v);
+          if (!d || d.getNumElements() != 1)
+            return o.emitError("comet-lower-to-runtime: cannot read the "
+                               "value of ConstantOfShape");
+          fill = *d.value_begin<Attribute>();
+        }
+        return materializeConstant(o.getOutput(),
+                                   DenseElementsAttr::get(t, fill));
+      })
       .Case<TransposeOp>([&](TransposeOp o) {
         int64_t r = cast<RankedTensorType>(o.getData().getType()).getRank();
         SmallVector<int64_t> perm;
@@ -757,6 +771,14 @@ LogicalResult FuncLowering::lower(Operation *op) {
       })
       .Case<GeluGradOp>([&](GeluGradOp) {
         return call(Fn::gelu_grad, {in(0), in(1), res(0)});
+      })
+      .Case<QuickGeluOp>([&](QuickGeluOp o) {
+        return call(Fn::quick_gelu,
+                    {in(0), res(0), f32c(o.getAlpha().convertToFloat())});
+      })
+      .Case<QuickGeluGradOp>([&](QuickGeluGradOp o) {
+        return call(Fn::quick_gelu_grad, {in(0), in(1), res(0),
+                                          f32c(o.getAlpha().convertToFloat())});
       })
       .Case<SliceOp>([&](SliceOp) {
         return call(Fn::slice, {in(0), in(1), in(2), in(3), in(4), res(0)});
@@ -1017,21 +1039,27 @@ LogicalResult FuncLowering::lower(Operation *op) {
         if (!t.getElementType().isF32() && !t.getElementType().isInteger(64))
           return o->emitError("comet-lower-to-runtime: Concat of ")
                  << t << " is not supported";
-        Fn fn =
-            t.getElementType().isF32() ? Fn::concat_part : Fn::concat_part_i64;
         int64_t axis = isa<ConcatOp>(o) ? cast<ConcatOp>(o).getAxis()
                                         : cast<ConcatTrainingOp>(o).getAxis();
         if (axis < 0)
           axis += t.getRank();
-        // One copy per input, each at its offset along the axis.
         SmallVector<int64_t> lengths;
-        int64_t offset = 0;
-        for (unsigned i = 0; i < o->getNumOperands(); ++i) {
-          auto it = cast<RankedTensorType>(o->getOperand(i).getType());
-          if (failed(call(fn, {in(i), res(0), i64c(axis), i64c(offset)})))
+        for (Value v : o->getOperands())
+          lengths.push_back(
+              cast<RankedTensorType>(v.getType()).getDimSize(axis));
+        if (t.getElementType().isInteger(64) && onnx::getConstantInts(out)) {
+          if (failed(foldI64(o)))
             return failure();
-          lengths.push_back(it.getDimSize(axis));
-          offset += lengths.back();
+        } else {
+          // One copy per input, each at its offset along the axis.
+          Fn fn = t.getElementType().isF32() ? Fn::concat_part
+                                             : Fn::concat_part_i64;
+          int64_t offset = 0;
+          for (unsigned i = 0; i < o->getNumOperands(); ++i) {
+            if (failed(call(fn, {in(i), res(0), i64c(axis), i64c(offset)})))
+              return failure();
+            offset += lengths[i];
+          }
         }
         if (auto c = dyn_cast<ConcatTrainingOp>(o);
             c && !isa<NoneType>(c.getPerInputLength().getType()))

@@ -636,6 +636,98 @@ func.func @gelu_grad_int(%dy: tensor<4xi64>, %x: tensor<4xi64>) {
 
 // -----
 
+// QuickGelu: alpha is finite.
+func.func @quick_gelu_alpha(%x: tensor<4xf32>) {
+  // expected-error @+1 {{alpha must be finite}}
+  %y = onnx.QuickGelu(%x) {alpha = 0x7FC00000 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// QuickGelu: the result keeps X's shape.
+func.func @quick_gelu_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{shape mismatch: X is 'tensor<4xf32>' but Y is 'tensor<5xf32>'}}
+  %y = onnx.QuickGelu(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+// QuickGeluGrad: dX has X's shape.
+func.func @quick_gelu_grad_shape(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{shape mismatch: dX is 'tensor<3xf32>' but X is 'tensor<4xf32>'}}
+  %dx = onnx.QuickGeluGrad(%dy, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// QuickGeluGrad: X is float.
+func.func @quick_gelu_grad_int(%dy: tensor<4xi64>, %x: tensor<4xi64>) {
+  // expected-error @+1 {{X must have a float element type, got 'i64'}}
+  %dx = onnx.QuickGeluGrad(%dy, %x) {alpha = 1.0 : f32} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// ConstantOfShape: the input is a 1-d i64 shape.
+func.func @constant_of_shape_input(%s: tensor<2x2xi64>) {
+  // expected-error @+1 {{input must have rank 1, got 2}}
+  %y = onnx.ConstantOfShape(%s) : (tensor<2x2xi64>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+// ConstantOfShape: value holds one element.
+func.func @constant_of_shape_value(%s: tensor<2xi64>) {
+  // expected-error @+1 {{value must hold one element, got 'tensor<2xf32>'}}
+  %y = onnx.ConstantOfShape(%s) {value = dense<[1.0, 2.0]> : tensor<2xf32>} : (tensor<2xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+// ConstantOfShape: the result takes value's element type (f32 without one).
+func.func @constant_of_shape_type(%s: tensor<2xi64>) {
+  // expected-error @+1 {{the result has element type 'i64' but value gives 'f32'}}
+  %y = onnx.ConstantOfShape(%s) : (tensor<2xi64>) -> tensor<?x?xi64>
+  return
+}
+
+// -----
+
+// ConstantOfShape: the result's rank is the input's length.
+func.func @constant_of_shape_rank(%s: tensor<3xi64>) {
+  // expected-error @+1 {{the result 'tensor<?x?xf32>' must have rank 3, the length of input}}
+  %y = onnx.ConstantOfShape(%s) : (tensor<3xi64>) -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+// ConstantOfShape: a constant input gives the result's dims.
+func.func @constant_of_shape_dims() {
+  %s = onnx.Constant {value = dense<[2, 3]> : tensor<2xi64>} : tensor<2xi64>
+  // expected-error @+1 {{the result 'tensor<2x4xf32>' does not have the shape [2, 3] of input}}
+  %y = onnx.ConstantOfShape(%s) : (tensor<2xi64>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// ConstantOfShape: no negative dims.
+func.func @constant_of_shape_negative() {
+  %s = onnx.Constant {value = dense<[2, -1]> : tensor<2xi64>} : tensor<2xi64>
+  // expected-error @+1 {{input has a negative dim -1}}
+  %y = onnx.ConstantOfShape(%s) : (tensor<2xi64>) -> tensor<2x?xf32>
+  return
+}
+
+// -----
+
 // Gather: axis lies in [-rank, rank) of data.
 func.func @gather_axis(%d: tensor<4x8xf32>, %i: tensor<3xi64>) {
   // expected-error @+1 {{axis 2 is out of range for rank 2}}

@@ -104,6 +104,31 @@ func.func @activations_and_average_pool(%x: tensor<?x4x8x8xf32>, %pads: tensor<8
   return %y, %dx : tensor<?x4x4x4xf32>, tensor<?x4x8x8xf32>
 }
 
+// EfficientNet's SiLU as ORT fuses it (QuickGelu with alpha 1, its
+// gradient reading X) and ORT's default alpha (no attribute).
+// CHECK-LABEL: func.func @quick_gelu
+func.func @quick_gelu(%x: tensor<?x4x8x8xf32>, %dy: tensor<?x4x8x8xf32>) -> (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) {
+  // CHECK: onnx.QuickGelu(%{{.*}}) {alpha = 1.000000e+00 : f32} : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %y = onnx.QuickGelu(%x) {alpha = 1.0 : f32} : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  // CHECK: onnx.QuickGelu(%{{.*}}) : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %y2 = onnx.QuickGelu(%y) : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  // CHECK: onnx.QuickGeluGrad(%{{.*}}, %{{.*}}) {alpha = 1.000000e+00 : f32} : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %dx = onnx.QuickGeluGrad(%dy, %x) {alpha = 1.0 : f32} : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  return %y2, %dx : tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>
+}
+
+// ConstantOfShape: the stochastic depth's noise, ones over [batch, 1, 1, 1],
+// and an i64 fill of a constant shape.
+// CHECK-LABEL: func.func @constant_of_shape
+func.func @constant_of_shape(%dims: tensor<4xi64>) -> (tensor<?x1x1x1xf32>, tensor<2x3xi64>) {
+  // CHECK: onnx.ConstantOfShape(%{{.*}}) {value = dense<1.000000e+00> : tensor<1xf32>} : (tensor<4xi64>) -> tensor<?x1x1x1xf32>
+  %ones = onnx.ConstantOfShape(%dims) {value = dense<1.0> : tensor<1xf32>} : (tensor<4xi64>) -> tensor<?x1x1x1xf32>
+  %shape = onnx.Constant {value = dense<[2, 3]> : tensor<2xi64>} : tensor<2xi64>
+  // CHECK: onnx.ConstantOfShape(%{{.*}}) {value = dense<7> : tensor<1xi64>} : (tensor<2xi64>) -> tensor<2x3xi64>
+  %sevens = onnx.ConstantOfShape(%shape) {value = dense<7> : tensor<1xi64>} : (tensor<2xi64>) -> tensor<2x3xi64>
+  return %ones, %sevens : tensor<?x1x1x1xf32>, tensor<2x3xi64>
+}
+
 // LayerNorm and GELU as torch exports them for eval (Pow, Sqrt, Erf), the
 // attention's shape plumbing (Gather of a shape entry, Concat), an
 // embedding (Gather of rows), ORT's Gelu/GeluGrad and the gradients ORT

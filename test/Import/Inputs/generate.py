@@ -126,6 +126,30 @@ save("mobilenet-ops.onnx", [
     [w("wd", (8, 1, 3, 3), 5), scalar("zero", 0.0), scalar("six", 6.0),
      scalar("ratio", 0.2), scalar("train", True, np.bool_)])
 
+# EfficientNet's ops as ORT writes them: SiLU fused into QuickGelu
+# (alpha = 1) and its QuickGeluGrad reading X; a QuickGelu with ORT's
+# default alpha (no attribute); the per-sample stochastic-depth noise as
+# torch exports it (Shape, Gather of the batch, Unsqueeze, a ConcatTraining
+# with constant ones, ConstantOfShape of value 1, Dropout) and the Mul by
+# it. No value_info: every type is inferred.
+save("efficientnet-ops.onnx", [
+    node("QuickGelu", ["x"], ["q"], "silu", MS, alpha=1.0),
+    node("QuickGelu", ["q"], ["qd"], "quick_gelu", MS),
+    node("Shape", ["qd"], ["shape"], "shape"),
+    node("Gather", ["shape", "idx0"], ["n"], "gather", axis=0),
+    node("Unsqueeze", ["n", "axes0"], ["n1"], "unsqueeze_n"),
+    node("Unsqueeze", ["one", "axes0"], ["one1"], "unsqueeze_one"),
+    node("ConcatTraining", ["n1", "one1", "one1", "one1"], ["dims", ""], "concat", MS,
+         axis=0),
+    node("ConstantOfShape", ["dims"], ["ones"], "ones",
+         value=numpy_helper.from_array(np.array([1.0], np.float32), "value")),
+    node("Dropout", ["ones", "ratio", "train"], ["noise", "mask"], "stochastic_depth"),
+    node("Mul", ["qd", "noise"], ["y"], "mul"),
+    node("QuickGeluGrad", ["y", "x"], ["dx"], "silu_grad", MS, alpha=1.0),
+], [vi("x", F, ["batch", 8, 6, 6])], [vi("y", F, None), vi("dx", F, None)],
+    [i64("idx0", 0), i64("axes0", [0]), i64("one", 1), scalar("ratio", 0.2),
+     scalar("train", True, np.bool_)])
+
 # Sigmoid, Tanh and average pooling as torch exports them and the gradients
 # ORT builds: a Pad (count_include_pad) before an unpadded AveragePool, an
 # AveragePool with pads, AveragePoolGrad, the Pad by the Neg'ed pads,

@@ -1,4 +1,4 @@
-//===- ActivationKernelTest.cpp - Sigmoid, tanh, average pooling, Pad -----===//
+//===- ActivationKernelTest.cpp - Sigmoid, tanh, QuickGelu, pooling, Pad -===//
 //
 // The kernels of Activations.cpp against naive references, and their
 // gradients against central differences of L(x) = <r, f(x)>.
@@ -60,6 +60,60 @@ TEST(FiniteDifferences, SigmoidGradAndTanhGradFromTheOutput) {
     ASSERT_RT(sigmoid ? _mlir_ciface_comet_rt_sigmoid_grad(nullptr, &r, &y, &dx)
                       : _mlir_ciface_comet_rt_tanh_grad(nullptr, &r, &y, &dx));
     checkGrad(x, dx, loss, sigmoid ? "sigmoid dX" : "tanh dX");
+  }
+}
+
+/// QuickGelu in double: y = x s and dX = dY (s + u s (1 - s)), u = alpha x,
+/// s = sigmoid(u).
+static void quickGelu(double x, double dy, double alpha, double &y,
+                      double &dx) {
+  double u = alpha * x, s = 1.0 / (1.0 + std::exp(-u));
+  y = x * s;
+  dx = dy * (s + u * s * (1.0 - s));
+}
+
+// ORT's QuickGelu and QuickGeluGrad: SiLU (alpha 1), ORT's default 1.702, a
+// negative alpha and 0 (y = x / 2), one after another on one shape, so a
+// primitive cached for one alpha would give another's values.
+TEST(Activations, QuickGeluMatchesTheFormula) {
+  F x = randomF({2, 3, 5, 7}, 15, -12, 12), dy = randomF(x.dims, 16);
+  for (float alpha : {1.0f, 1.702f, -0.5f, 0.0f}) {
+    F y(x.dims), dx(x.dims);
+    ASSERT_RT(_mlir_ciface_comet_rt_quick_gelu(nullptr, &x, &y, alpha));
+    ASSERT_RT(
+        _mlir_ciface_comet_rt_quick_gelu_grad(nullptr, &dy, &x, &dx, alpha));
+    std::vector<double> wy(x.size()), wdx(x.size());
+    for (int64_t i = 0; i < x.size(); ++i)
+      quickGelu(x[i], dy[i], alpha, wy[i], wdx[i]);
+    std::string what = "alpha " + std::to_string(alpha);
+    expectNear(y.v, wy, 1e-5, ("quick_gelu " + what).c_str());
+    expectNear(dx.v, wdx, 1e-5, ("quick_gelu_grad " + what).c_str());
+  }
+  F bad({2, 3, 5, 6});
+  EXPECT_NE(_mlir_ciface_comet_rt_quick_gelu(nullptr, &x, &bad, 1.0f),
+            COMET_RT_SUCCESS);
+  EXPECT_NE(_mlir_ciface_comet_rt_quick_gelu_grad(nullptr, &dy, &x, &bad, 1.0f),
+            COMET_RT_SUCCESS);
+  F y(x.dims);
+  EXPECT_NE(_mlir_ciface_comet_rt_quick_gelu(nullptr, &x, &y, NAN),
+            COMET_RT_SUCCESS);
+  EXPECT_NE(
+      _mlir_ciface_comet_rt_quick_gelu_grad(nullptr, &dy, &x, &y, INFINITY),
+      COMET_RT_SUCCESS);
+}
+
+TEST(FiniteDifferences, QuickGeluGradFromTheInput) {
+  F x = randomF({2, 3, 4}, 17, -3, 3), r = randomF(x.dims, 18), y(x.dims);
+  for (float alpha : {1.0f, 1.702f}) {
+    auto loss = [&] {
+      EXPECT_EQ(_mlir_ciface_comet_rt_quick_gelu(nullptr, &x, &y, alpha),
+                COMET_RT_SUCCESS);
+      return dot(r, y);
+    };
+    F dx(x.dims);
+    ASSERT_RT(
+        _mlir_ciface_comet_rt_quick_gelu_grad(nullptr, &r, &x, &dx, alpha));
+    checkGrad(x, dx, loss, alpha == 1.0f ? "silu dX" : "quick_gelu dX");
   }
 }
 

@@ -302,6 +302,16 @@ TEST_F(Cuda, ElementwiseAndBroadcastMatchCpu) {
   RT_OK(_mlir_ciface_comet_rt_relu_grad(cpu, dy.c.m(), x.c.m(), y.c.m()));
   RT_OK(_mlir_ciface_comet_rt_relu_grad(gpu, dy.g.m(), x.g.m(), y.g.m()));
   expectSame(y, 0, 0, "relu_grad");
+  for (float alpha : {1.0f, 1.702f}) {
+    RT_OK(_mlir_ciface_comet_rt_quick_gelu(cpu, x.c.m(), y.c.m(), alpha));
+    RT_OK(_mlir_ciface_comet_rt_quick_gelu(gpu, x.g.m(), y.g.m(), alpha));
+    expectSame(y, 1e-5f, 1e-6f, "quick_gelu");
+    RT_OK(_mlir_ciface_comet_rt_quick_gelu_grad(cpu, dy.c.m(), x.c.m(), y.c.m(),
+                                                alpha));
+    RT_OK(_mlir_ciface_comet_rt_quick_gelu_grad(gpu, dy.g.m(), x.g.m(), y.g.m(),
+                                                alpha));
+    expectSame(y, 1e-5f, 1e-6f, "quick_gelu_grad");
+  }
   Pair b = pair({3, 1}, 3);
   RT_OK(_mlir_ciface_comet_rt_add(cpu, x.c.m(), b.c.m(), y.c.m()));
   RT_OK(_mlir_ciface_comet_rt_add(gpu, x.g.m(), b.g.m(), y.g.m()));

@@ -431,6 +431,41 @@ LogicalResult ReshapeOp::verify() {
       *this, {{getData(), "data"}, {getReshaped(), "reshaped"}});
 }
 
+LogicalResult ConstantOfShapeOp::verify() {
+  if (failed(checkShapeTensor(*this, getInput(), "input")))
+    return failure();
+  Type elt = Float32Type::get(getContext());
+  if (auto v = getValue()) {
+    auto t = cast<ShapedType>(v->getType());
+    if (!t.hasStaticShape() || t.getNumElements() != 1)
+      return emitOpError() << "value must hold one element, got " << t;
+    elt = t.getElementType();
+  }
+  if (Type out = elementTypeOf(getOutput()); out && out != elt)
+    return emitOpError() << "the result has element type " << out
+                         << " but value gives " << elt;
+  auto target = getConstantInts(getInput());
+  if (target)
+    for (int64_t d : *target)
+      if (d < 0)
+        return emitOpError() << "input has a negative dim " << d;
+  auto len = shapeOf(getInput());
+  auto out = shapeOf(getOutput());
+  if (!out || !len || isDyn((*len)[0]))
+    return success();
+  if (int64_t(out->size()) != (*len)[0])
+    return emitOpError() << "the result " << getOutput().getType()
+                         << " must have rank " << (*len)[0]
+                         << ", the length of input";
+  if (target)
+    for (auto [d, want] : llvm::zip(*out, *target))
+      if (!isDyn(d) && d != want)
+        return emitOpError() << "the result " << getOutput().getType()
+                             << " does not have the shape ["
+                             << llvm::interleaved(*target) << "] of input";
+  return success();
+}
+
 LogicalResult ExpandOp::verify() {
   if (failed(checkShapeTensor(*this, getShape(), "shape")))
     return failure();
@@ -991,12 +1026,40 @@ static LogicalResult verifyFloatUnary(Operation *op, Value x, StringRef xName,
   return checkCompatibleShapes(op, x, xName, y, yName);
 }
 
+/// SigmoidGrad(dY, Y), TanhGrad(dY, Y) and QuickGeluGrad(dY, X): dY, the
+/// saved `y` (named `yName`) and dX share a shape.
+static LogicalResult verifyActivationGrad(Operation *op, Value dy, Value y,
+                                          Value dx, StringRef yName = "Y") {
+  if (failed(checkFloat(op, y, yName)) ||
+      failed(checkSameElementType(op, {{dy, "dY"}, {y, yName}, {dx, "dX"}})) ||
+      failed(checkCompatibleShapes(op, dy, "dY", y, yName)))
+    return failure();
+  return checkCompatibleShapes(op, dx, "dX", y, yName);
+}
+
 // Gelu(X) and GeluGrad(dY, X), ORT's fusion of an exported GELU.
 LogicalResult GeluOp::verify() {
   return verifyFloatUnary(*this, getX(), "X", getY(), "Y");
 }
 LogicalResult GeluGradOp::verify() {
   return verifyFloatUnary(*this, getX(), "X", getDY(), "dY");
+}
+
+// QuickGelu(X) and QuickGeluGrad(dY, X): ORT's fusion of X * Sigmoid(alpha X).
+static LogicalResult checkFiniteAlpha(Operation *op, APFloat alpha) {
+  if (!alpha.isFinite())
+    return op->emitOpError("alpha must be finite");
+  return success();
+}
+LogicalResult QuickGeluOp::verify() {
+  if (failed(checkFiniteAlpha(*this, getAlpha())))
+    return failure();
+  return verifyFloatUnary(*this, getX(), "X", getY(), "Y");
+}
+LogicalResult QuickGeluGradOp::verify() {
+  if (failed(checkFiniteAlpha(*this, getAlpha())))
+    return failure();
+  return verifyActivationGrad(*this, getDY(), getX(), getDX(), "X");
 }
 
 LogicalResult SigmoidOp::verify() {
@@ -1015,16 +1078,6 @@ LogicalResult NegOp::verify() {
   if (failed(checkSameElementType(*this, {{getX(), "X"}, {getY(), "Y"}})))
     return failure();
   return checkCompatibleShapes(*this, getX(), "X", getY(), "Y");
-}
-
-/// SigmoidGrad(dY, Y) and TanhGrad(dY, Y): dY, Y and dX share a shape.
-static LogicalResult verifyActivationGrad(Operation *op, Value dy, Value y,
-                                          Value dx) {
-  if (failed(checkFloat(op, y, "Y")) ||
-      failed(checkSameElementType(op, {{dy, "dY"}, {y, "Y"}, {dx, "dX"}})) ||
-      failed(checkCompatibleShapes(op, dy, "dY", y, "Y")))
-    return failure();
-  return checkCompatibleShapes(op, dx, "dX", y, "Y");
 }
 
 LogicalResult SigmoidGradOp::verify() {

@@ -303,7 +303,8 @@ DropoutGradOp::getSavedActivationKind(unsigned operandNumber) {
 // |d(Y (1 - Y))/dY| = |1 - 2Y| <= 1 and |d(1 - Y^2)/dY| = |2Y| <= 2. As for
 // BiasGeluGrad_dX, the Gemm rule with N = (the terms the next weight
 // gradient sums: batch x pixels) x that factor squared
-// (docs/error-bounds.md, "Sigmoid and tanh"). Their outputs are dense.
+// (docs/error-bounds.md, "Sigmoid, tanh and QuickGelu"). Their outputs are
+// dense.
 //===----------------------------------------------------------------------===//
 
 /// Batch times pixels of an N x C x ... activation (the rows of a 2-d one)
@@ -343,3 +344,26 @@ std::optional<double> TanhGradOp::getSummedTerms(int64_t dynamicDimSize) {
   return activationGradTerms(getY(), 2.0, dynamicDimSize);
 }
 bool TanhGradOp::hasDenseSavedActivation() { return true; }
+
+//===----------------------------------------------------------------------===//
+// QuickGeluGrad(dY, X): dX = dY * f'(X) for f(x) = x sigmoid(alpha x), which
+// reads the forward input X. An error E in X gives dY * f''(X) E with
+// |f''(x)| = |alpha| s (1 - s) |2 + u (1 - 2 s)| <= |alpha| / 2 (u = alpha x,
+// s = sigmoid(u); the maximum is at u = 0). As for SigmoidGrad, dX is the
+// output gradient of the layer below: N = batch x pixels x (alpha / 2)^2
+// (docs/error-bounds.md, "Sigmoid, tanh and QuickGelu").
+//===----------------------------------------------------------------------===//
+
+std::optional<SavedActivationKind>
+QuickGeluGradOp::getSavedActivationKind(unsigned operandNumber) {
+  if (operandNumber == 1)
+    return SavedActivationKind::WeightGradInput;
+  return std::nullopt;
+}
+std::optional<WeightGradForm> QuickGeluGradOp::getWeightGradForm() {
+  return WeightGradForm::Gemm;
+}
+std::optional<double> QuickGeluGradOp::getSummedTerms(int64_t dynamicDimSize) {
+  return activationGradTerms(getX(), std::abs(getAlpha().convertToDouble()) / 2,
+                             dynamicDimSize);
+}

@@ -423,6 +423,53 @@ LogicalResult ExpandOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
+/// The entries of a 1-d i64 shape operand, `?` where they are not constant:
+/// all of them when it folds, else piece by piece through a Concat (or
+/// ConcatTraining) of 1-d pieces, as torch builds `[x.shape[0], 1, 1, 1]`.
+static std::optional<SmallVector<int64_t>> partialConstantInts(Value v) {
+  if (auto all = getConstantInts(v))
+    return all;
+  std::optional<ValueRange> pieces;
+  if (auto cat = v.getDefiningOp<ConcatOp>())
+    pieces = cat.getInputs();
+  else if (auto cat = v.getDefiningOp<ConcatTrainingOp>();
+           cat && v == cat.getConcatResult())
+    pieces = cat.getInputs();
+  if (!pieces)
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (Value piece : *pieces) {
+    if (auto part = getConstantInts(piece)) {
+      out.append(*part);
+      continue;
+    }
+    auto s = shapeOf(piece);
+    if (!s || s->size() != 1 || isDyn((*s)[0]) || (*s)[0] > kMaxInferredRank)
+      return std::nullopt;
+    out.append((*s)[0], kDyn);
+  }
+  return out;
+}
+
+LogicalResult
+ConstantOfShapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  Type elt = Float32Type::get(getContext());
+  if (auto v = getValue())
+    elt = cast<ShapedType>(v->getType()).getElementType();
+  if (auto dims = partialConstantInts(getInput());
+      dims && dims->size() <= size_t(kMaxInferredRank)) {
+    types[0] = RankedTensorType::get(*dims, elt);
+    return success();
+  }
+  auto ss = shapeOf(getInput());
+  if (ss && ss->size() == 1 && !isDyn((*ss)[0]) && (*ss)[0] <= kMaxInferredRank)
+    types[0] = RankedTensorType::get(SmallVector<int64_t>((*ss)[0], kDyn), elt);
+  else
+    types[0] = tensorOf(std::nullopt, elt);
+  return success();
+}
+
 LogicalResult CastOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   types[0] =
@@ -781,6 +828,18 @@ LogicalResult GeluOp::inferResultTypes(SmallVectorImpl<Type> &types) {
 }
 
 LogicalResult GeluGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getDY());
+  return success();
+}
+
+LogicalResult QuickGeluOp::inferResultTypes(SmallVectorImpl<Type> &types) {
+  init(*this, types);
+  types[0] = sameAs(getX());
+  return success();
+}
+
+LogicalResult QuickGeluGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   types[0] = sameAs(getDY());
   return success();

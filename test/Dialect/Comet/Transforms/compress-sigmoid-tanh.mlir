@@ -70,3 +70,32 @@ func.func @gelu_rows(%in: tensor<4x32xf32>, %w0: tensor<64x32xf32>, %w: tensor<1
   %dx = onnx.GeluGrad(%dy, %x) : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
   return %a, %dx : tensor<4x10xf32>, tensor<4x64xf32>
 }
+
+// -----
+
+// QuickGeluGrad(dY, X) (ORT's fusion of SiLU, alpha 1, and of QuickGELU,
+// alpha 1.702 by default) reads the forward input X, a conv output here:
+// sigmoid's rule with c = |alpha| / 2 (the largest |QuickGelu''|), so
+// N = batch x pixels x (alpha / 2)^2 = 128 * 0.25 = 32 for SiLU and
+// 128 * 0.851^2 = 92.69773 for the default alpha, and R the prior 0.5 (X is
+// not dense whatever the data). The tighter one decides:
+// eb = 0.0173205 / sqrt(92.69773 * 0.5) = 2.54414e-3.
+// SMALL-LABEL: func.func @quick_gelu_pixels
+// SMALL: %[[X:.*]] = onnx.Conv(
+// SMALL: comet.compress %[[X]] bound <abs = 0.00254414040{{[0-9]*}}, slot = 0> {comet.tune = [#comet.consumer<kind = gemm, param = "", terms = 3.200000e+01, reuse = 1.000000e+00, elements = 512>, #comet.consumer<kind = gemm, param = "", terms = 92.69773038{{[0-9]*}}, reuse = 1.000000e+00, elements = 512>]} : tensor<2x4x8x8xf32> -> !comet.compressed<tensor<2x4x8x8xf32>, sz>
+// SMALL: %[[DX:.*]] = comet.decompress %{{.*}} : !comet.compressed<tensor<2x4x8x8xf32>, sz>
+// SMALL: onnx.QuickGeluGrad(%{{.*}}, %[[DX]]) {alpha = 1.000000e+00 : f32, comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 0>]}
+// SMALL: onnx.QuickGeluGrad(%{{.*}}, %[[DX]]) {comet.observe = [#comet.observe<slot = 0, consumer = 1, grad = 0>]}
+func.func @quick_gelu_pixels(%in: tensor<2x3x8x8xf32>, %w0: tensor<4x3x3x3xf32>, %w: tensor<4x4x3x3xf32>, %dl: tensor<2x4x8x8xf32>) -> (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) {
+  %none = onnx.NoValue
+  %x = onnx.Conv(%in, %w0, %none) {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, none) -> tensor<2x4x8x8xf32>
+  %q = onnx.QuickGelu(%x) {alpha = 1.0 : f32} : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %q2 = onnx.QuickGelu(%x) : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %z = onnx.Conv(%q, %w, %none) {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32>, none) -> tensor<2x4x8x8xf32>
+  %r = onnx.Relu(%z) : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %a = onnx.Add(%r, %q2) : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %dy = onnx.Conv(%dl, %w, %none) {pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32>, none) -> tensor<2x4x8x8xf32>
+  %dx = onnx.QuickGeluGrad(%dy, %x) {alpha = 1.0 : f32} : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %dx2 = onnx.QuickGeluGrad(%dy, %x) : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  return %a, %dx, %dx2 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>
+}

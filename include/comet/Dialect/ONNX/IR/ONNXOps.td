@@ -227,6 +227,18 @@ def ONNX_ShapeOp : ONNX_Op<"Shape", "", "The shape of a tensor as 1-d i64", [Pur
   let hasVerifier = 1;
 }
 
+def ONNX_ConstantOfShapeOp : ONNX_Op<"ConstantOfShape", "",
+    "A tensor of the 1-d i64 `input` shape filled with `value`", [Pure]> {
+  let description = [{
+    `value` is a one-element tensor whose element type the result takes;
+    without it the result is f32 zeros. torch exports `torch.ones` and
+    `torch.empty` of a computed shape this way.
+  }];
+  let arguments = (ins ONNX_Tensor:$input, OptionalAttr<ElementsAttr>:$value);
+  let results = (outs ONNX_Tensor:$output);
+  let hasVerifier = 1;
+}
+
 def ONNX_ReduceSumOp : ONNX_Op<"ReduceSum", "", "Sum over `axes`", [Pure]> {
   let arguments = (ins ONNX_Tensor:$data, ONNX_OptTensor:$axes,
                        DefaultValuedAttr<ONNX_I64Attr, "1">:$keepdims,
@@ -610,6 +622,34 @@ def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
     (SavedActivationOpInterface), bounded as BiasGeluGrad_dX's.
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
+  let results = (outs ONNX_Tensor:$dX);
+  let hasVerifier = 1;
+}
+
+def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
+    "Y = X * sigmoid(alpha * X)", [Pure]> {
+  let description = [{
+    ONNX Runtime fuses `X * Sigmoid(X)` (torch's SiLU, alpha = 1) and
+    `X * Sigmoid(1.702 * X)` into this op. `alpha` is any finite float
+    (default 1.702, ONNX Runtime's).
+  }];
+  let arguments = (ins ONNX_Tensor:$X,
+                       DefaultValuedAttr<F32Attr, "1.702">:$alpha);
+  let results = (outs ONNX_Tensor:$Y);
+  let hasVerifier = 1;
+}
+
+def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
+    "dX = dY * (s + alpha * X * s * (1 - s)), s = sigmoid(alpha * X)",
+    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+      ["getWeightGradForm", "getSummedTerms"]>]> {
+  let description = [{
+    X, the forward's input, is a saved activation
+    (SavedActivationOpInterface), bounded as SigmoidGrad's Y with
+    |d^2(QuickGelu)/dX^2| <= |alpha| / 2 in place of |1 - 2Y| <= 1.
+  }];
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X,
+                       DefaultValuedAttr<F32Attr, "1.702">:$alpha);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
 }
