@@ -9,7 +9,8 @@ own process:
                        feature blocks after the stem; comet.torch_peer)
   comet-none           comet-train --compress none
   comet-static         comet-train --compress static (its default)
-  comet-adaptive       comet-train --compress adaptive
+  comet-adaptive       comet-train --compress adaptive, statistics taken
+                       on the first step and the bounds re-tuned after it
 
 on the same model (COMET trains the ONNX Runtime artifact folder that
 comet.export makes from that torch module, exported at the input size),
@@ -249,10 +250,13 @@ def comet_args(folder, size, mode, a, report):
             "--max-steps", str(a.warmup + a.steps), "--eval-samples", "-1",
             "--seed", "0", "--compress", mode, "--report", str(report)]
     if mode == "adaptive":
-        r = a.adaptive_retune
-        # One observation per re-tune interval, a stats step every R steps.
-        args += ["--retune-interval", str(r), "--stats-interval", str(r),
-                 "--stats-window", "1"]
+        # Statistics on the first step only (a window of one observation),
+        # bounds re-tuned after it: the steps after it run on the tuned
+        # bounds without a statistics pass, as most steps do under the
+        # default schedule (one statistics step in 100).
+        total = a.warmup + a.steps
+        args += ["--stats-interval", str(total), "--stats-window", "1",
+                 "--retune-interval", "1"]
     return args
 
 
@@ -491,9 +495,6 @@ def parse(argv):
                    help="OMP_NUM_THREADS and torch's threads (default 2)")
     p.add_argument("--runs", default=",".join(RUNS),
                    help=f"comma list from {', '.join(RUNS)} (default all)")
-    p.add_argument("--adaptive-retune", type=int, default=0, metavar="N",
-                   help="comet-adaptive re-tunes every N steps, one "
-                   "statistics step each (default: half the steps)")
     p.add_argument("--out", default="bench-peers",
                    help="folder for the exports, reports and figures")
     p.add_argument("--json", help="the JSON file (default OUT/bench_peers.json)")
@@ -526,10 +527,8 @@ def parse(argv):
         if a.steps < 2:
             raise UsageError("--steps must be at least 2 (the RSS between "
                              "steps is read in the second half of the run)")
-        if a.warmup < 0 or a.adaptive_retune < 0:
-            raise UsageError("--warmup and --adaptive-retune must not be "
-                             "negative")
-        a.adaptive_retune = a.adaptive_retune or max(1, (a.warmup + a.steps) // 2)
+        if a.warmup < 0:
+            raise UsageError("--warmup must not be negative")
         a.workloads, a.pending = workloads(a.model_list, a.sizes)
     except UsageError as e:
         p.error(str(e))
@@ -622,7 +621,7 @@ def main(argv=None):
         "benchmark": "peers",
         "settings": {k: getattr(a, k) for k in (
             "model_list", "sizes", "batch", "steps", "warmup", "threads",
-            "run_list", "adaptive_retune", "comet_train", "torch_python")},
+            "run_list", "comet_train", "torch_python")},
         "mmap_threshold": peak_rss.MMAP_THRESHOLD,
         "goals_definition": GOALS,
         "workloads": results,
