@@ -18,20 +18,26 @@ batch, input size (1 channel) and optimizer (AdamW with the folder's
 hyper-parameters on both sides), synthetic uniform images, and reports per
 run:
 
-- the whole-step peak, two ways. RSS: the bytes live between steps (counted
-  exactly: PyTorch's tensors, COMET's allocator) plus the high-water mark
-  of the process's resident memory during the steps above its resident
-  memory between steps (comet.peak_rss; both processes run with
-  MALLOC_MMAP_THRESHOLD_ set so that freed blocks leave the RSS). Allocator:
-  PyTorch's CPU allocator traced by torch.profiler over one step; COMET's
-  allocator peak (comet-train's peak_bytes, exact);
+- the whole-step peak, two ways. Allocator (the basis of the ratios and
+  goals): PyTorch's CPU allocator traced by torch.profiler over one step,
+  plus the tensors live before it; COMET's allocator peak (comet-train's
+  peak_bytes, exact). RSS: the bytes live between steps (counted exactly:
+  PyTorch's tensors, COMET's allocator) plus the high-water mark of the
+  process's resident memory during the steps above its resident memory
+  between steps (comet.peak_rss; both processes run with
+  MALLOC_MMAP_THRESHOLD_ set so that freed blocks leave the RSS). On
+  PyTorch's side the two agree (the RSS figure checks the trace); on
+  COMET's the RSS figure is a lower bound: glibc serves a request from a
+  free block of its heap before it maps fresh pages, and the compiler
+  leaves megabytes of such blocks resident, which the steps then reuse
+  without the RSS moving (docs/benchmarks.md);
 - the saved-activation bytes (PyTorch eager: what autograd saves,
   parameters and the batch left out; COMET: the activations that
   compress-activations stores, raw -> stored);
 - the median step time, wall and CPU (the process's CPU time, all threads);
 - COMET's predicted peak and its ratio to the measured peak;
-- each figure over the same model's pytorch-eager run of this invocation,
-  the step times over comet-none's;
+- each peak over the same workload's pytorch-eager run of this invocation,
+  the step times over its comet-none run;
 - the goals, met or missed (GOALS).
 
 It prints a table and the goals, writes a JSON file (every run's figures,
@@ -325,43 +331,51 @@ def relative(rows):
 
 def goals(model, size, rows):
     """(goal, figure text, met) for the workload; a goal whose runs are
-    missing is left out."""
+    missing is left out. Peaks are judged on the allocator figures (exact
+    on COMET's side; on PyTorch's the profiler's trace, which the RSS
+    method confirms), with the RSS figures beside them; step times on the
+    CPU time (on a shared machine the wall time is mostly the waits for a
+    core), with the wall time beside it; the prediction on the whole-step
+    peak, with the tensor peak (kernel workspace left out, as in the
+    prediction) beside it."""
     out = []
     eager, ckpt = rows.get(EAGER), rows.get("pytorch-checkpoint")
     none, static = rows.get(NONE), rows.get(STATIC)
     w = f"{model} {size}x{size}"
-    for key, name in (("peak_bytes_rss", "RSS"),
-                      ("peak_bytes_allocator", "allocator")):
-        if eager and static and static.get(key) and eager.get(key):
-            x = static[key] / eager[key]
-            out.append((f"{w}: comet-static peak <= "
-                        f"{GOALS['static_vs_eager']}x pytorch-eager ({name})",
-                        f"{x:.3f}x", x <= GOALS["static_vs_eager"]))
-        if ckpt and static and static.get(key) and ckpt.get(key):
-            x = static[key] / ckpt[key]
-            out.append((f"{w}: comet-static peak < pytorch-checkpoint "
-                        f"({name})", f"{x:.3f}x", x < 1))
-        if eager and none and none.get(key) and eager.get(key):
-            x = none[key] / eager[key]
-            out.append((f"{w}: comet-none peak <= pytorch-eager ({name})",
-                        f"{x:.3f}x", x <= GOALS["none_vs_eager"]))
+
+    def peak_goal(text, run, peer, limit, strict=False):
+        if not (run and peer):
+            return
+        x = run["peak_bytes_allocator"] / peer["peak_bytes_allocator"]
+        fig = f"{x:.3f}x"
+        if run.get("peak_bytes_rss") and peer.get("peak_bytes_rss"):
+            fig += f" (RSS {run['peak_bytes_rss'] / peer['peak_bytes_rss']:.3f}x)"
+        out.append((f"{w}: {text}", fig, x < limit if strict else x <= limit))
+
+    peak_goal(f"comet-static peak <= {GOALS['static_vs_eager']}x "
+              "pytorch-eager", static, eager, GOALS["static_vs_eager"])
+    peak_goal("comet-static peak < pytorch-checkpoint", static, ckpt, 1.0,
+              strict=True)
+    peak_goal("comet-none peak <= pytorch-eager", none, eager,
+              GOALS["none_vs_eager"])
     for run in ("comet-static", "comet-adaptive"):
         r = rows.get(run)
-        if r and none:
-            for key, name in (("step_time_ms", "wall"), ("step_cpu_ms", "CPU")):
-                x = r["vs"].get(key + "_vs_none")
-                if x is not None:
-                    out.append((f"{w}: {run} step time <= "
-                                f"{GOALS['step_time_vs_none']}x comet-none "
-                                f"({name})", f"{x:.3f}x",
-                                x <= GOALS["step_time_vs_none"]))
+        x = r and r["vs"].get("step_cpu_ms_vs_none")
+        if x:
+            wall = r["vs"].get("step_time_ms_vs_none")
+            out.append((f"{w}: {run} step time <= "
+                        f"{GOALS['step_time_vs_none']}x comet-none",
+                        f"CPU {x:.3f}x (wall {wall:.3f}x)",
+                        x <= GOALS["step_time_vs_none"]))
     for run in ("comet-none", "comet-static", "comet-adaptive"):
         r = rows.get(run)
         if r:
             x = r["vs"]["predicted_over_measured"]
+            t = r["vs"]["predicted_over_tensor_peak"]
             out.append((f"{w}: {run} predicted peak within "
                         f"{100 * GOALS['predicted_within']:.0f}% of measured",
-                        f"{100 * (x - 1):+.2f}%",
+                        f"{100 * (x - 1):+.2f}% (of the tensor peak "
+                        f"{100 * (t - 1):+.2f}%)",
                         abs(x - 1) <= GOALS["predicted_within"]))
     return out
 
@@ -377,32 +391,38 @@ def times(x):
 
 
 def table(results):
-    lines = ["| model | size | batch | run | peak RSS MiB | x eager "
-             "| peak allocator MiB | x eager | predicted MiB | pred/meas "
-             "| saved activations MiB | step ms | x none | step CPU ms "
-             "| x none |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | size | batch | run | peak allocator MiB | x eager "
+             "| peak RSS MiB | x eager | predicted MiB | pred / peak "
+             "| pred / tensor peak | saved activations MiB | step CPU ms "
+             "| x none | step ms | x none |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for w in results:
         for name, r in w["runs"].items():
             if "error" in r:
                 lines.append(f"| {w['model']} | {w['image_size']} | "
                              f"{w['batch']} | {name} | failed: "
-                             f"{r['error'][:60]} |" + " |" * 10)
+                             f"{r['error'][:60]} |" + " |" * 11)
                 continue
             saved = mib(r["saved_bytes"])
             if r["side"] == "comet":
                 saved = f"{mib(r['saved_bytes'])} -> {mib(r['saved_bytes_stored'])}"
             v = r["vs"]
+
+            def ratio(key):
+                return "-" if key not in v else format(v[key], ".4f")
+
             lines.append(
                 f"| {w['model']} | {w['image_size']} | {w['batch']} | {name} "
-                f"| {mib(r['peak_bytes_rss'])} | {times(v.get('peak_bytes_rss'))} "
                 f"| {mib(r['peak_bytes_allocator'])} "
                 f"| {times(v.get('peak_bytes_allocator'))} "
+                f"| {mib(r['peak_bytes_rss'])} | {times(v.get('peak_bytes_rss'))} "
                 f"| {mib(r['predicted_peak_bytes'])} "
-                f"| {'-' if 'predicted_over_measured' not in v else format(v['predicted_over_measured'], '.4f')} "
-                f"| {saved} | {r['step_time_ms']:.0f} "
-                f"| {times(v.get('step_time_ms_vs_none'))} "
-                f"| {r['step_cpu_ms']:.0f} | {times(v.get('step_cpu_ms_vs_none'))} |")
+                f"| {ratio('predicted_over_measured')} "
+                f"| {ratio('predicted_over_tensor_peak')} "
+                f"| {saved} | {r['step_cpu_ms']:.0f} "
+                f"| {times(v.get('step_cpu_ms_vs_none'))} "
+                f"| {r['step_time_ms']:.0f} "
+                f"| {times(v.get('step_time_ms_vs_none'))} |")
     return "\n".join(lines)
 
 
@@ -623,6 +643,8 @@ def main(argv=None):
             "model_list", "sizes", "batch", "steps", "warmup", "threads",
             "run_list", "comet_train", "torch_python")},
         "mmap_threshold": peak_rss.MMAP_THRESHOLD,
+        "basis": {"peaks": "peak_bytes_allocator", "step_time": "step_cpu_ms",
+                  "prediction": "peak_bytes_allocator"},
         "goals_definition": GOALS,
         "workloads": results,
         "pending": [{"model": m, "reason": PENDING[m]} for m in a.pending],

@@ -25,7 +25,11 @@ make that the peak of the bytes the work allocated:
 What the mark cannot tell apart from tensors: small blocks below the
 threshold (kept in the heap), page rounding of each mapping, and code or
 data pages of libraries touched for the first time (hence warm-up steps
-before any measured one). python/tests/test_bench_peers.py checks the
+before any measured one). What it cannot see: glibc serves a request of
+any size from a free block of its heap, if one fits, before it maps fresh
+pages; a process that freed much memory in its heap before the stretch
+(comet-train, after compiling) reuses those resident pages inside it, and
+the mark then falls short of what the stretch allocated. python/tests/test_bench_peers.py checks the
 method on a known sequence of allocations.
 
 `Monitor` measures another process the same way from the outside (the

@@ -211,10 +211,21 @@ def test_short_run_table_json_and_ratios(tmp_path, capsys):
         assert rep["steps"] == 3 and rep["batch"] == 8
     assert runs["comet-static"]["saved_bytes_stored"] < \
         runs["comet-static"]["saved_bytes"] == none["saved_bytes_stored"]
+    # The goals: peaks on the allocator figures (RSS beside), step times on
+    # CPU time (wall beside), from this run's peers.
     goals = {g["goal"]: g for g in w["goals"]}
-    g = goals["cnn 28x28: comet-static peak <= 0.4x pytorch-eager (RSS)"]
-    x = runs["comet-static"]["peak_bytes_rss"] / eager["peak_bytes_rss"]
-    assert g["figure"] == f"{x:.3f}x" and g["met"] == (x <= 0.4)
+    g = goals["cnn 28x28: comet-static peak <= 0.4x pytorch-eager"]
+    st = runs["comet-static"]
+    x = st["peak_bytes_allocator"] / eager["peak_bytes_allocator"]
+    xr = st["peak_bytes_rss"] / eager["peak_bytes_rss"]
+    assert g["figure"] == f"{x:.3f}x (RSS {xr:.3f}x)" and g["met"] == (x <= 0.4)
+    g = goals["cnn 28x28: comet-static peak < pytorch-checkpoint"]
+    x = st["peak_bytes_allocator"] / runs["pytorch-checkpoint"]["peak_bytes_allocator"]
+    assert g["met"] == (x < 1)
+    g = goals["cnn 28x28: comet-adaptive step time <= 1.1x comet-none"]
+    x = runs["comet-adaptive"]["step_cpu_ms"] / none["step_cpu_ms"]
+    assert g["figure"].startswith(f"CPU {x:.3f}x") and g["met"] == (x <= 1.1)
+    assert len(goals) == 3 + 2 + 3
     assert png.stat().st_size > 10000
 
 
