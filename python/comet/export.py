@@ -8,6 +8,9 @@ Usage (see docs/models.md):
   python -m comet.export --torch-models DIR [--only cnn,transformer]
                                                     # PyTorch models (needs torch:
                                                     # run with .venv-export/bin/python)
+  python -m comet.export resnet18 --out DIR --image-size 224
+                                                    # resnet18, mobilenet_v2 at another
+                                                    # input size (default 28)
 
 For each model DIR receives:
   model.onnx                 the forward graph with its initial weights
@@ -61,6 +64,12 @@ TORCH_MODELS = {
     # opset 16 for the decomposed LayerNorm, as the transformer.
     "gpt": (16, False),
 }
+# The PyTorch models whose layers do not fix the input size (a global
+# average pool before the head): they export at any --image-size; the
+# others take 28x28 only.
+TORCH_ANY_IMAGE_SIZE = ("resnet18", "mobilenet_v2")
+# The input size the models are exported at unless --image-size says.
+IMAGE_SIZE = 28
 TORCH_ENV_HINT = ("the PyTorch models need torch and torchvision: run with "
                   ".venv-export/bin/python (made by scripts/setup.sh)")
 # The newest ONNX IR version that onnxruntime-training 1.19.2 loads.
@@ -131,20 +140,23 @@ def trainable_params(model: onnx.ModelProto) -> tuple[list[str], list[str]]:
     return [n for n in floats if n not in stats], [n for n in floats if n in stats]
 
 
-def _dummy_input(module):
+def _dummy_input(module, image_size: int = IMAGE_SIZE):
     """What the export traces: the module's example_input(2) where it has
-    one (the GPT's token ids), else a [2, 1, 28, 28] float batch."""
+    one (the GPT's token ids), else a [2, 1, image_size, image_size] float
+    batch."""
     import torch
 
     if hasattr(module, "example_input"):
         return module.example_input(2)
-    return torch.zeros(2, 1, 28, 28, dtype=torch.float32)
+    return torch.zeros(2, 1, image_size, image_size, dtype=torch.float32)
 
 
-def torch_to_onnx(module, opset: int = OPSET) -> onnx.ModelProto:
-    """Export a torch.nn.Module taking [batch, 1, 28, 28] (or its
-    example_input) to an ONNX model with the same input/output names and
-    symbolic batch dim as the built-in models.  Only used when torch is
+def torch_to_onnx(module, opset: int = OPSET, image_size: int = IMAGE_SIZE) -> onnx.ModelProto:
+    """Export a torch.nn.Module taking [batch, 1, image_size, image_size]
+    (or its example_input) to an ONNX model with the same input/output names
+    and symbolic batch dim as the built-in models; the height and width are
+    fixed (they set the sizes of every activation, hence the memory).  Only
+    used when torch is
     installed."""
     import torch
 
@@ -153,7 +165,7 @@ def torch_to_onnx(module, opset: int = OPSET) -> onnx.ModelProto:
     import torch
 
     module = module.to("cpu")
-    dummy = _dummy_input(module)
+    dummy = _dummy_input(module, image_size)
     buf = io.BytesIO()
     module.train()
     # Tracing runs one training-mode forward, which moves the BatchNorm
@@ -197,7 +209,21 @@ def torch_to_onnx(module, opset: int = OPSET) -> onnx.ModelProto:
     return model
 
 
-def torch_model(name: str, seed: int = 0) -> onnx.ModelProto:
+def check_image_size(name: str, image_size: int) -> None:
+    """ValueError unless model `name` can be exported at image_size."""
+    if image_size == IMAGE_SIZE:
+        return
+    if name not in TORCH_MODELS:
+        raise ValueError(f"--image-size applies to the PyTorch models {list(TORCH_ANY_IMAGE_SIZE)}; "
+                         f"{name!r} takes {IMAGE_SIZE}x{IMAGE_SIZE} only")
+    if name not in TORCH_ANY_IMAGE_SIZE:
+        raise ValueError(f"{name!r} takes {IMAGE_SIZE}x{IMAGE_SIZE} inputs only (its layers fix "
+                         f"the size); --image-size applies to {list(TORCH_ANY_IMAGE_SIZE)}")
+    if image_size < 16:
+        raise ValueError(f"--image-size must be at least 16 (five stride-2 stages), got {image_size}")
+
+
+def torch_model(name: str, seed: int = 0, image_size: int = IMAGE_SIZE) -> onnx.ModelProto:
     """Build the PyTorch model `name` (a TORCH_MODELS key) with seed `seed`
     and export it to ONNX at its opset; ImportError without torch."""
     try:
@@ -205,14 +231,21 @@ def torch_model(name: str, seed: int = 0) -> onnx.ModelProto:
     except ImportError as e:
         raise ImportError(f"{TORCH_ENV_HINT} ({e})") from e
     opset, _ = TORCH_MODELS[name]
-    model = torch_to_onnx(torch_models.build(name, seed), opset=opset)
+    model = torch_to_onnx(torch_models.build(name, seed), opset=opset, image_size=image_size)
     model.graph.name = name
     return model
 
 
-def load_model(source, seed: int = 0) -> tuple[str, onnx.ModelProto]:
+def load_model(source, seed: int = 0,
+               image_size: int = IMAGE_SIZE) -> tuple[str, onnx.ModelProto]:
     """Resolve a built-in or PyTorch model name, an .onnx path, an
-    onnx.ModelProto or a torch.nn.Module into (name, forward model)."""
+    onnx.ModelProto or a torch.nn.Module into (name, forward model).
+    image_size applies to the PyTorch models of TORCH_ANY_IMAGE_SIZE."""
+    if isinstance(source, (str, os.PathLike)):
+        check_image_size(os.fspath(source), image_size)
+    elif image_size != IMAGE_SIZE:
+        raise ValueError("--image-size applies to the PyTorch models "
+                         f"{list(TORCH_ANY_IMAGE_SIZE)} by name")
     if isinstance(source, onnx.ModelProto):
         return source.graph.name or "model", source
     if isinstance(source, (str, os.PathLike)):
@@ -220,7 +253,7 @@ def load_model(source, seed: int = 0) -> tuple[str, onnx.ModelProto]:
         if s in MODELS:
             return s, MODELS[s](seed)
         if s in TORCH_MODELS:
-            return s, torch_model(s, seed)
+            return s, torch_model(s, seed, image_size)
         if s.endswith(".onnx") and os.path.exists(s):
             return pathlib.Path(s).stem, onnx.load(s)
         raise ValueError(
@@ -256,16 +289,18 @@ def _save_extra_optimizer(kind: str, params, opset: int, path: pathlib.Path) -> 
 
 
 def export_artifacts(source, out_dir, optimizers: Iterable[str] = ("adamw", "sgd"),
-                     seed: int = 0, quiet: bool = True) -> dict[str, pathlib.Path]:
+                     seed: int = 0, quiet: bool = True,
+                     image_size: int = IMAGE_SIZE) -> dict[str, pathlib.Path]:
     """Write the forward model and ORT training artifacts for `source` into
-    `out_dir`; returns {artifact name: path}."""
+    `out_dir`; returns {artifact name: path}. image_size: the input's
+    height and width (PyTorch models of TORCH_ANY_IMAGE_SIZE only)."""
     optimizers = [o.lower() for o in optimizers]
     for o in optimizers:
         if o not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {o!r}: expected one of {OPTIMIZERS}")
     if not optimizers:
         raise ValueError("at least one optimizer is needed")
-    _, model = load_model(source, seed)
+    _, model = load_model(source, seed, image_size)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     requires_grad, frozen = trainable_params(model)
@@ -370,6 +405,9 @@ def main(argv=None) -> int:
                         "the others <name>_optimizer_model.onnx (default: adamw,sgd; "
                         "adamw with --torch-models)")
     p.add_argument("--seed", type=int, default=0, help="weight init seed (default 0)")
+    p.add_argument("--image-size", type=int, default=IMAGE_SIZE, metavar="N",
+                   help=f"input height and width of the PyTorch models {list(TORCH_ANY_IMAGE_SIZE)} "
+                        f"(default {IMAGE_SIZE}; the others take {IMAGE_SIZE} only)")
     p.add_argument("--list-ops", metavar="FILE", nargs="+",
                    help="print 'domain op_type count' for each ONNX file and exit")
     p.add_argument("--json", action="store_true", help="with --list-ops: print JSON")
@@ -425,7 +463,8 @@ def main(argv=None) -> int:
         jobs = [(a.model, pathlib.Path(a.out))]
     for src, out in jobs:
         try:
-            paths = export_artifacts(src, out, opts, seed=a.seed, quiet=not a.verbose)
+            paths = export_artifacts(src, out, opts, seed=a.seed, quiet=not a.verbose,
+                                     image_size=a.image_size)
         except (ValueError, TypeError, ImportError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
