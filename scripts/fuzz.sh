@@ -48,11 +48,11 @@ cc=$(command -v clang-22 || echo /usr/lib/llvm-22/bin/clang)
 # that runs other tests beside it (docs/testing.md has the rates).
 ci_runs() {
   case $1 in
-  codec-decode) echo 200000 ;;
-  codec-roundtrip) echo 60000 ;;
-  idx-parse) echo 1000000 ;;
-  import) echo 15000 ;;
-  checkpoint) echo 150000 ;;
+  codec-decode) echo 400000 ;;
+  codec-roundtrip) echo 300000 ;;
+  idx-parse) echo 3000000 ;;
+  import) echo 40000 ;;
+  checkpoint) echo 1000000 ;;
   esac
 }
 
