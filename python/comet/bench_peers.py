@@ -29,8 +29,8 @@ run:
   PyTorch's side the two agree (the RSS figure checks the trace); on
   COMET's the RSS figure is a lower bound: glibc serves a request from a
   free block of its heap before it maps fresh pages, and the compiler
-  leaves megabytes of such blocks resident, which the steps then reuse
-  without the RSS moving (docs/benchmarks.md);
+  leaves such blocks resident, which the steps then reuse without the RSS
+  moving (docs/benchmarks.md);
 - the saved-activation bytes (PyTorch eager: what autograd saves,
   parameters and the batch left out; COMET: the activations that
   compress-activations stores, raw -> stored);
@@ -309,8 +309,9 @@ def run_comet(folder, size, mode, a, path):
 
 
 def relative(rows):
-    """Each run's figures over the same workload's pytorch-eager (peaks,
-    saved bytes) and comet-none (step times): runs of this invocation."""
+    """Each run's peaks over the same workload's pytorch-eager, its step
+    times over comet-none's (runs of this invocation), and COMET's
+    predicted peak over its measured peak and tensor peak."""
     eager, none = rows.get(EAGER), rows.get(NONE)
     for r in rows.values():
         rel = {}
