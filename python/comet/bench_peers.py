@@ -29,8 +29,8 @@ run:
   PyTorch's side the two agree (the RSS figure checks the trace); on
   COMET's the RSS figure is a lower bound: glibc serves a request from a
   free block of its heap before it maps fresh pages, and the compiler
-  leaves megabytes of such blocks resident, which the steps then reuse
-  without the RSS moving (docs/benchmarks.md);
+  leaves such blocks resident, which the steps then reuse without the RSS
+  moving (docs/benchmarks.md);
 - the saved-activation bytes (PyTorch eager: what autograd saves,
   parameters and the batch left out; COMET: the activations that
   compress-activations stores, raw -> stored);
@@ -309,8 +309,9 @@ def run_comet(folder, size, mode, a, path):
 
 
 def relative(rows):
-    """Each run's figures over the same workload's pytorch-eager (peaks,
-    saved bytes) and comet-none (step times): runs of this invocation."""
+    """Each run's peaks over the same workload's pytorch-eager, its step
+    times over comet-none's (runs of this invocation), and COMET's
+    predicted peak over its measured peak and tensor peak."""
     eager, none = rows.get(EAGER), rows.get(NONE)
     for r in rows.values():
         rel = {}
@@ -481,14 +482,16 @@ def plot(results, path):
         for ax in (left, right):
             ax.grid(alpha=0.3)
             if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=7, loc="lower right")
-    fig.text(0.01, 0.003, "PyTorch: c10 CPU allocator (torch.profiler), "
+                ax.legend(fontsize=7, loc="best")
+    fig.text(0.01, 0.003, "PyTorch: c10's CPU allocator (torch.profiler), "
              "kernel scratch included, plus the tensors live before the "
-             "step. COMET: the allocator's tensor bytes (memory_timeline; "
-             "kernel workspace excluded) and the liveness analysis' "
-             "prediction (predicted_timeline).", fontsize=7)
-    fig.tight_layout(rect=(0, 0.015, 1, 1))
-    fig.savefig(path, dpi=110)
+             "step.\nCOMET: the allocator's tensor bytes over its second "
+             "step (memory_timeline; kernel workspace left out) and the "
+             "liveness analysis' prediction (predicted_timeline).",
+             fontsize=7)
+    fig.tight_layout(rect=(0, 0.03 / len(ws), 1, 1))
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
 
@@ -526,6 +529,9 @@ def parse(argv):
                    "$COMET_EXPORT_PYTHON or .venv-export/bin/python)")
     p.add_argument("--timeout", type=int, default=3600,
                    help="seconds per run (default 3600)")
+    p.add_argument("--replot", metavar="JSON",
+                   help="run nothing: draw --png again from the JSON of an "
+                   "earlier run, its workloads of --models and --image-size")
     a = p.parse_args(argv)
     try:
         a.model_list = comma_list(a.models, "--models")
@@ -552,6 +558,10 @@ def parse(argv):
         a.workloads, a.pending = workloads(a.model_list, a.sizes)
     except UsageError as e:
         p.error(str(e))
+    if a.replot:
+        if not os.path.isfile(a.replot):
+            p.error(f"--replot: no file {a.replot}")
+        return a
     a.comet_train = a.comet_train or default_comet_train()
     a.torch_python = a.torch_python or default_torch_python()
     needs_torch = any(r.startswith("pytorch") for r in a.run_list) or any(
@@ -572,8 +582,24 @@ def parse(argv):
     return a
 
 
+def replot(a):
+    with open(a.replot) as f:
+        res = json.load(f)
+    want = set(a.workloads)
+    ws = [w for w in res["workloads"] if (w["model"], w["image_size"]) in want]
+    png = plot(ws, a.png or pathlib.Path(a.out) / "bench_peers.png")
+    if png is None:
+        print(f"--replot: no workload of {a.replot} matches --models and "
+              "--image-size", file=sys.stderr)
+        return 1
+    print(png)
+    return 0
+
+
 def main(argv=None):
     a = parse(argv)
+    if a.replot:
+        return replot(a)
     out = pathlib.Path(a.out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     json_path = pathlib.Path(a.json or out / "bench_peers.json")

@@ -227,6 +227,13 @@ def test_short_run_table_json_and_ratios(tmp_path, capsys):
     assert g["figure"].startswith(f"CPU {x:.3f}x") and g["met"] == (x <= 1.1)
     assert len(goals) == 3 + 2 + 3
     assert png.stat().st_size > 10000
+    # --replot draws the figure again from the JSON, running nothing.
+    again = tmp_path / "again.png"
+    assert bench_peers.main(["--replot", str(js), "--models", "cnn", "--png",
+                             str(again), "--comet-train", "/nonexistent"]) == 0
+    assert again.stat().st_size > 10000
+    assert bench_peers.main(["--replot", str(js), "--models", "transformer",
+                             "--png", str(tmp_path / "none.png")]) == 1
 
 
 def test_image_size_exports_and_trains_on_both_sides(tmp_path, capsys):
