@@ -29,24 +29,29 @@ RUNS = {"cnn": (16, 40, 0.02, False), "resnet18": (16, 10, 1e-3, True),
         "mobilenet_v2": (8, 4, 1e-3, True)}
 
 
+def train(tmp_path, args, timeout=600):
+    """comet-train ARGS --report R --quiet, which must succeed; the report."""
+    rep = tmp_path / "r.json"
+    p = subprocess.run([tool("comet-train"), *args, "--report", str(rep), "--quiet"],
+                       capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stderr
+    return json.loads(rep.read_text())
+
+
 @pytest.mark.parametrize("name", list(RUNS))
 def test_static_compression_trains(name, tmp_path):
     if not os.path.isdir(FMNIST):
         pytest.skip("dataset-fashion-mnist not installed")
     d = model_dir(name)
     batch, steps, lr, adamw = RUNS[name]
-    rep = tmp_path / "r.json"
     opt = ["--optimizer", str(d / "optimizer_model.onnx")] if adamw else []
-    p = subprocess.run([tool("comet-train"), str(d / "training_model.onnx"), *opt,
+    r = train(tmp_path, [str(d / "training_model.onnx"), *opt,
                         "--data", "fashion-mnist", "--data-dir", FMNIST,
                         "--batch", str(batch), "--max-steps", str(steps),
                         "--lr", str(lr), "--eval-samples", "-1",
-                        "--compress", "static", "--report", str(rep), "--quiet",
+                        "--compress", "static",
                         # mobilenet_v2's mask at batch 8 is 10 KB.
-                        "--compress-options", "min-bytes=8192"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr
-    r = json.loads(rep.read_text())
+                        "--compress-options", "min-bytes=8192"])
     assert r["steps"] == steps and r["batch"] == batch and r["compress"] == "static"
     losses = r["loss_history"]
     assert len(losses) == steps and all(np.isfinite(losses))
@@ -90,14 +95,9 @@ def test_trains_and_evaluates(name, tmp_path):
         pytest.skip("dataset-fashion-mnist not installed")
     d = model_dir(name)
     steps = EVAL_RUNS[name]
-    rep = tmp_path / "r.json"
-    p = subprocess.run([tool("comet-train"), str(d), "--data", "fashion-mnist",
+    r = train(tmp_path, [str(d), "--data", "fashion-mnist",
                         "--data-dir", FMNIST, "--batch", "32", "--max-steps", str(steps),
-                        "--eval-samples", "256", "--compress", "static",
-                        "--report", str(rep), "--quiet"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr
-    r = json.loads(rep.read_text())
+                        "--eval-samples", "256", "--compress", "static"])
     assert r["steps"] == steps and r["optimizer"] == "AdamWOptimizer"
     assert all(np.isfinite(r["loss_history"]))
     assert np.isfinite(r["test_loss"]) and 0 < r["test_loss"] < 5
@@ -114,13 +114,9 @@ def test_actnet_trains_from_its_artifact_folder(tmp_path):
         pytest.skip("dataset-fashion-mnist not installed")
     d = model_dir("actnet")
     steps = 100
-    rep = tmp_path / "r.json"
-    p = subprocess.run([tool("comet-train"), str(d), "--data", "fashion-mnist",
+    r = train(tmp_path, [str(d), "--data", "fashion-mnist",
                         "--data-dir", FMNIST, "--batch", "32", "--max-steps", str(steps),
-                        "--eval-samples", "256", "--report", str(rep), "--quiet"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr
-    r = json.loads(rep.read_text())
+                        "--eval-samples", "256"])
     assert r["steps"] == steps and r["compress"] == "static"
     losses = r["loss_history"]
     assert len(losses) == steps and all(np.isfinite(losses))
@@ -149,14 +145,9 @@ def test_gpt_trains_on_synthetic_tokens(compress, tmp_path):
     masks and the block inputs compressed."""
     d = model_dir("gpt")
     steps = 60
-    rep = tmp_path / "r.json"
-    p = subprocess.run([tool("comet-train"), str(d), "--data", "synthetic",
+    r = train(tmp_path, [str(d), "--data", "synthetic",
                         "--batch", "8", "--max-steps", str(steps),
-                        "--eval-samples", "128", "--compress", compress,
-                        "--report", str(rep), "--quiet"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr
-    r = json.loads(rep.read_text())
+                        "--eval-samples", "128", "--compress", compress])
     assert r["steps"] == steps and r["optimizer"] == "AdamWOptimizer"
     losses = r["loss_history"]
     assert len(losses) == steps and all(np.isfinite(losses))
@@ -211,15 +202,10 @@ def test_efficientnet_b0_trains_from_its_artifact_folder(tmp_path):
         pytest.skip("dataset-fashion-mnist not installed")
     d = model_dir("efficientnet_b0")
     steps = 4
-    rep = tmp_path / "r.json"
-    p = subprocess.run([tool("comet-train"), str(d), "--data", "fashion-mnist",
+    r = train(tmp_path, [str(d), "--data", "fashion-mnist",
                         "--data-dir", FMNIST, "--batch", "8", "--max-steps", str(steps),
                         "--eval-samples", "64", "--compress", "static",
-                        "--compress-options", "min-bytes=8192",
-                        "--report", str(rep), "--quiet"],
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr
-    r = json.loads(rep.read_text())
+                        "--compress-options", "min-bytes=8192"], timeout=900)
     assert r["steps"] == steps and r["optimizer"] == "AdamWOptimizer"
     assert all(np.isfinite(r["loss_history"])), r["loss_history"]
     assert np.isfinite(r["test_loss"])

@@ -256,18 +256,12 @@ int32_t comet_rt_dataset_synthetic_tokens(int64_t n, int64_t seqLen,
                        " labels_per_sample=", labelsPerSample,
                        " classes=", numClasses,
                        " (labels_per_sample must be in [1, seq_len])"));
-  auto ds = new comet_rt_dataset();
-  ds->n = n;
-  ds->c = 1;
-  ds->h = 1;
-  ds->w = seqLen;
-  ds->numClasses = numClasses;
-  ds->synthetic = true;
-  ds->tokens = true;
-  ds->vocab = vocab;
-  ds->labelsPerSample = labelsPerSample;
-  ds->seed = seed;
-  *out = ds;
+  // A synthetic source of n samples of 1 x 1 x seqLen, drawn as tokens.
+  COMET_RT_TRY(
+      comet_rt_dataset_synthetic(n, 1, 1, seqLen, numClasses, seed, out));
+  (*out)->tokens = true;
+  (*out)->vocab = vocab;
+  (*out)->labelsPerSample = labelsPerSample;
   return ok();
 }
 

@@ -107,6 +107,21 @@ int32_t partImpl(const char *op, comet_rt_memref *xm, comet_rt_memref *ym,
   return ok();
 }
 
+/// Y = f(X) elementwise, for the functions oneDNN's eltwise lacks.
+template <typename Fn>
+int32_t unaryLoop(const char *op, comet_rt_memref *xm, comet_rt_memref *ym,
+                  Fn f) {
+  Tensor x, y;
+  COMET_RT_TRY(unaryViews(op, xm, ym, x, y));
+  const float *px = x.f();
+  float *py = y.f();
+  int64_t n = x.numel();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    py[i] = f(px[i]);
+  return ok();
+}
+
 } // namespace
 
 extern "C" {
@@ -169,28 +184,12 @@ int32_t comet_rt_cpu_exp(comet_rt_context *ctx, comet_rt_memref *xm,
 int32_t comet_rt_cpu_erf(comet_rt_context *, comet_rt_memref *xm,
                          comet_rt_memref *ym) {
   // oneDNN has erf only inside gelu_erf: a loop.
-  Tensor x, y;
-  COMET_RT_TRY(unaryViews("erf", xm, ym, x, y));
-  const float *px = x.f();
-  float *py = y.f();
-  int64_t n = x.numel();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    py[i] = std::erf(px[i]);
-  return ok();
+  return unaryLoop("erf", xm, ym, [](float v) { return std::erf(v); });
 }
 
 int32_t comet_rt_cpu_reciprocal(comet_rt_context *, comet_rt_memref *xm,
                                 comet_rt_memref *ym) {
-  Tensor x, y;
-  COMET_RT_TRY(unaryViews("reciprocal", xm, ym, x, y));
-  const float *px = x.f();
-  float *py = y.f();
-  int64_t n = x.numel();
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; ++i)
-    py[i] = 1.0f / px[i];
-  return ok();
+  return unaryLoop("reciprocal", xm, ym, [](float v) { return 1.0f / v; });
 }
 
 int32_t comet_rt_cpu_cast_f32_i64(comet_rt_context *, comet_rt_memref *xm,

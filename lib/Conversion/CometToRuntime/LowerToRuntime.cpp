@@ -512,6 +512,17 @@ LogicalResult FuncLowering::lower(Operation *op) {
   using namespace comet::onnx;
   auto res = [&](unsigned i) { return resultBuffer(op->getResult(i)); };
   auto in = [&](unsigned i) { return operand(op->getOperand(i)); };
+  // Split and SplitTraining: one copy per output, at its offset on `axis`.
+  auto splitParts = [&](int64_t axis, ArrayRef<int64_t> lengths) {
+    int64_t offset = 0;
+    for (unsigned i = 0; i < op->getNumResults(); ++i) {
+      if (failed(
+              call(Fn::split_part, {in(0), res(i), i64c(axis), i64c(offset)})))
+        return failure();
+      offset += lengths[i];
+    }
+    return success();
+  };
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<NoValueOp>([&](auto) { return success(); })
       .Case<InitializerOp>([&](InitializerOp o) -> LogicalResult {
@@ -1079,15 +1090,9 @@ LogicalResult FuncLowering::lower(Operation *op) {
         if (!t.getElementType().isF32())
           return o.emitError("comet-lower-to-runtime: Split of ")
                  << t << " is not supported (f32)";
-        int64_t axis = o.getAxis() < 0 ? o.getAxis() + t.getRank() : o.getAxis();
-        int64_t offset = 0;
-        for (unsigned i = 0; i < o.getNumResults(); ++i) {
-          if (failed(call(Fn::split_part,
-                          {in(0), res(i), i64c(axis), i64c(offset)})))
-            return failure();
-          offset += (*lengths)[i];
-        }
-        return success();
+        return splitParts(o.getAxis() < 0 ? o.getAxis() + t.getRank()
+                                          : o.getAxis(),
+                          *lengths);
       })
       .Case<SplitTrainingOp>([&](SplitTrainingOp o) -> LogicalResult {
         auto split = onnx::getConstantInts(o.getSplit());
@@ -1095,15 +1100,8 @@ LogicalResult FuncLowering::lower(Operation *op) {
           return o.emitError("comet-lower-to-runtime: SplitTraining needs a "
                              "constant split with one length per output");
         int64_t r = cast<RankedTensorType>(o.getInput().getType()).getRank();
-        int64_t axis = o.getAxis() < 0 ? o.getAxis() + r : o.getAxis();
-        int64_t offset = 0;
-        for (unsigned i = 0; i < o.getNumResults(); ++i) {
-          if (failed(call(Fn::split_part,
-                          {in(0), res(i), i64c(axis), i64c(offset)})))
-            return failure();
-          offset += (*split)[i];
-        }
-        return success();
+        return splitParts(o.getAxis() < 0 ? o.getAxis() + r : o.getAxis(),
+                          *split);
       })
       .Case<CompressOp>([&](CompressOp o) -> LogicalResult {
         auto mt = cast<MemRefType>(operand(o.getInput()).getType());

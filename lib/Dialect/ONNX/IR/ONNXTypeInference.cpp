@@ -48,6 +48,16 @@ static Type sameAs(Value v) {
   return {};
 }
 
+/// The type a 1-d shape operand `shape` gives when its values are not
+/// known: its length as the rank, every dim `?` (unranked past
+/// kMaxInferredRank: the length comes from the file).
+static Type typeOfUnknownShape(Value shape, Type elt) {
+  auto ss = shapeOf(shape);
+  if (ss && ss->size() == 1 && !isDyn((*ss)[0]) && (*ss)[0] <= kMaxInferredRank)
+    return RankedTensorType::get(SmallVector<int64_t>((*ss)[0], kDyn), elt);
+  return tensorOf(std::nullopt, elt);
+}
+
 static Type flagType(MLIRContext *ctx) {
   return RankedTensorType::get({1}, IntegerType::get(ctx, 1));
 }
@@ -255,11 +265,7 @@ LogicalResult ReshapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     types[0] = RankedTensorType::get(out, elt);
     return success();
   }
-  auto ss = shapeOf(getShape());
-  if (ss && ss->size() == 1 && !isDyn((*ss)[0]) && (*ss)[0] <= kMaxInferredRank)
-    types[0] = RankedTensorType::get(SmallVector<int64_t>((*ss)[0], kDyn), elt);
-  else
-    types[0] = tensorOf(std::nullopt, elt);
+  types[0] = typeOfUnknownShape(getShape(), elt);
   return success();
 }
 
@@ -462,11 +468,7 @@ ConstantOfShapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     types[0] = RankedTensorType::get(*dims, elt);
     return success();
   }
-  auto ss = shapeOf(getInput());
-  if (ss && ss->size() == 1 && !isDyn((*ss)[0]) && (*ss)[0] <= kMaxInferredRank)
-    types[0] = RankedTensorType::get(SmallVector<int64_t>((*ss)[0], kDyn), elt);
-  else
-    types[0] = tensorOf(std::nullopt, elt);
+  types[0] = typeOfUnknownShape(getInput(), elt);
   return success();
 }
 
@@ -692,11 +694,7 @@ LogicalResult SliceGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
     types[0] = RankedTensorType::get(*target, elt);
     return success();
   }
-  auto ss = shapeOf(getShape());
-  if (ss && ss->size() == 1 && !isDyn((*ss)[0]) && (*ss)[0] <= kMaxInferredRank)
-    types[0] = RankedTensorType::get(SmallVector<int64_t>((*ss)[0], kDyn), elt);
-  else
-    types[0] = tensorOf(std::nullopt, elt);
+  types[0] = typeOfUnknownShape(getShape(), elt);
   return success();
 }
 
