@@ -2,6 +2,7 @@
 #include "comet/Analysis/ActivationLiveness.h"
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -470,6 +471,34 @@ void ActivationLiveness::build() {
     if (h >= 0 && !values[h].persistent)
       values[h].end = std::max(values[h].end, vi.end);
   }
+
+  // In-place gradients: dX takes dY's buffer where dY, a gradient this
+  // function allocated, dies at the op and has dX's type.
+  for (auto [step, o] : llvm::enumerate(schedule)) {
+    if (!o->hasTrait<onnx::InPlaceGradient>() || o->getNumOperands() == 0 ||
+        o->getNumResults() == 0)
+      continue;
+    Value dy = o->getOperand(0), dx = o->getResult(0);
+    int in = getId(dy), out = getId(dx);
+    if (in < 0 || out < 0 || dy.getType() != dx.getType() ||
+        llvm::count(o->getOperands(), dy) != 1)
+      continue;
+    const ValueInfo &src = values[in];
+    ValueInfo &dst = values[out];
+    auto returned = [](const ValueInfo &v) {
+      return llvm::any_of(v.uses, [](const ValueUse &u) {
+        return isa<func::ReturnOp>(u.user);
+      });
+    };
+    if (src.def < 0 || src.persistent || !src.gradientFlow ||
+        src.end != static_cast<int64_t>(step) || src.isCompressedHandle() ||
+        src.fusedMaskDecompress || src.rootId >= 0 || returned(src) ||
+        dst.persistent || returned(dst) || !isFloatTensor(dy.getType()))
+      continue;
+    int root = src.inPlaceOf >= 0 ? src.inPlaceOf : in;
+    dst.inPlaceOf = root;
+    values[root].end = std::max(values[root].end, dst.end);
+  }
 }
 
 static int64_t elementBytes(Type t) {
@@ -509,7 +538,7 @@ void ActivationLiveness::computeSizes() {
       vi.numElements = 0;
       vi.tensorBytes = 0;
     }
-    vi.bytes = vi.fusedMaskDecompress ? 0
+    vi.bytes = vi.fusedMaskDecompress || vi.inPlaceOf >= 0 ? 0
                : vi.codec ? estimateStoredBytes(*vi.codec, vi.numElements,
                                                 vi.tensorBytes, options.szRatio)
                           : vi.tensorBytes;

@@ -323,7 +323,11 @@ Error Engine::compile(const EngineOptions &options) {
   std::string b = std::to_string(options.batchSize);
   // One set of sizes for the compression policy, the bounds, the memory
   // prediction and the buffers.
-  std::string specialize = "comet-specialize-shapes{batch-size=" + b + "}";
+  // Gradients accumulated where they are formed, and masks instead of the
+  // floats the backward only compares: both exact, so in every mode, `none`
+  // included.
+  std::string specialize = "comet-specialize-shapes{batch-size=" + b +
+                           "},comet-accumulate-early,comet-hoist-masks";
   if (Error e = I.runPipeline(*m, specialize))
     return e;
   if (options.compress != CompressMode::None) {

@@ -261,3 +261,44 @@ func.func @neg_and_axes_pad(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x6
   %p = onnx.Pad(%x, %pads, %none, %axes) : (tensor<2x3xf32>, tensor<2xi64>, none, tensor<1xi64>) -> tensor<2x6xf32>
   return %n, %p : tensor<2x3xf32>, tensor<2x6xf32>
 }
+
+// -----
+
+// dX written over dY (onnx's InPlaceGradient ops; ActivationLiveness's
+// inPlaceOf): a ReluGrad whose dY dies there writes into dY's buffer, and a
+// chain of them shares it; dY read again later (%g, by the Add) or an
+// argument (%dy) gets a fresh dX. The shared buffer is freed once, after
+// the chain's last reader.
+// CHECK-LABEL: func.func @in_place(
+// CHECK: call @comet_rt_relu(
+// CHECK: %[[G:.*]] = call @comet_rt_buffer_alloc(%arg0, %{{.*}}, %{{.*}})
+// CHECK: %[[GV:.*]] = memref.view %[[G]]
+// CHECK: %[[GC:.*]] = memref.cast %[[GV]]
+// CHECK: call @comet_rt_relu_grad(%arg0, %{{.*}}, %{{.*}}, %[[GC]])
+// CHECK: %[[G2:.*]] = call @comet_rt_buffer_alloc(
+// CHECK: %[[G2V:.*]] = memref.view %[[G2]]
+// CHECK: %[[G2C:.*]] = memref.cast %[[G2V]]
+// CHECK: call @comet_rt_relu_grad(%arg0, %[[GC]], %{{.*}}, %[[G2C]])
+// CHECK: call @comet_rt_relu_grad(%arg0, %[[G2C]], %{{.*}}, %[[G2C]])
+// CHECK: %[[S:.*]] = call @comet_rt_buffer_alloc(
+// CHECK: %[[SV:.*]] = memref.view %[[S]]
+// CHECK: %[[SC:.*]] = memref.cast %[[SV]]
+// CHECK: call @comet_rt_add(%arg0, %[[G2C]], %[[GC]], %[[SC]])
+// CHECK: call @comet_rt_buffer_free(%arg0, %[[G]])
+// CHECK: call @comet_rt_buffer_free(%arg0, %[[G2]])
+// CHECK: call @comet_rt_relu_grad(%arg0, %[[SC]], %{{.*}}, %[[SC]])
+// CHECK: call @comet_rt_relu_grad(%arg0, %[[SC]], %{{.*}}, %[[SC]])
+// CHECK-NOT: comet_rt_buffer_free(%arg0, %[[G2]])
+// CHECK: call @comet_rt_add(
+// CHECK: call @comet_rt_buffer_free(%arg0, %[[S]])
+func.func @in_place(%x: tensor<2x8xf32>, %dy: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %r = onnx.Relu(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g = onnx.ReluGrad(%dy, %r) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g2 = onnx.ReluGrad(%g, %r) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g3 = onnx.ReluGrad(%g2, %r) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = onnx.Add(%g3, %g) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g4 = onnx.ReluGrad(%s, %r) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %g5 = onnx.ReluGrad(%g4, %r) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %t = onnx.Add(%g5, %x) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %t : tensor<2x8xf32>
+}

@@ -145,6 +145,11 @@ struct ValueInfo {
   /// handle), so it owns no buffer (bytes = 0) and its handle lives until
   /// its last reader.
   bool fusedMaskDecompress = false;
+  /// For result 0 of an InPlaceGradient op (ReluGrad, DropoutGrad,
+  /// BatchNormalizationGrad) whose dY dies there: the value whose buffer it
+  /// is written into (dY, or the value dY itself was written over). It owns
+  /// no buffer (bytes = 0); that value's buffer lives until its end.
+  int inPlaceOf = -1;
 
   bool isCompressedHandle() const { return codec.has_value(); }
 };

@@ -252,6 +252,14 @@ Value FuncLowering::resultBuffer(Value result) {
     return {};
   if (Value m = buffers.lookup(result))
     return m;
+  // dX written over dY (ActivationLiveness::ValueInfo::inPlaceOf): the
+  // buffer stays owned by the value that allocated it, freed at its end.
+  if (int id = la.getId(result); id >= 0 && la.getValue(id).inPlaceOf >= 0)
+    if (Value m =
+            buffers.lookup(la.getValue(la.getValue(id).inPlaceOf).value)) {
+      buffers[result] = m;
+      return m;
+    }
   Value m = alloc(result);
   buffers[result] = m;
   return m;

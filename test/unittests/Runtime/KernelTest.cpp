@@ -342,6 +342,15 @@ TEST(BatchNormGrad, MatchesClosedForm) {
   expectNear(dx.v, wantDx, 1e-5, "dX");
   expectNear(ds.v, wantDs, 1e-5, "dScale");
   expectNear(db.v, wantDb, 1e-5, "dBias");
+
+  // In place (abi.def: dX may alias dY), as the lowering passes it where
+  // dY dies: the same gradients.
+  F inPlace = dy, ds2({C}), db2({C});
+  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_grad(
+      nullptr, &inPlace, &x, &sc, &sm, &si, &inPlace, &ds2, &db2, eps));
+  expectNear(inPlace.v, wantDx, 1e-5, "dX in place");
+  expectNear(ds2.v, wantDs, 1e-5, "dScale in place");
+  expectNear(db2.v, wantDb, 1e-5, "dBias in place");
 }
 
 TEST(SoftmaxCrossEntropy, ReductionsWeightsIgnoreIndex) {

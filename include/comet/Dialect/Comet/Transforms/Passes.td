@@ -116,6 +116,105 @@ def CometMemoryReport : Pass<"comet-memory-report", "mlir::ModuleOp"> {
   ];
 }
 
+def CometAccumulateEarly : Pass<"comet-accumulate-early", "mlir::ModuleOp"> {
+  let summary = "Accumulate each gradient into its buffer as soon as it exists";
+  let description = [{
+    ONNX Runtime's training graph runs every `InPlaceAccumulatorV2` (the
+    gradient, added to or written over its `<param>_grad.accumulation.buffer`)
+    after the whole backward. Each weight gradient then lives from the op
+    that forms it to the end of the step, and near the end of the backward
+    nearly all of them are live at once, beside the buffers they go into:
+    a second copy of the parameters at the peak. This pass moves each
+    accumulator to just after the last definition among its operands, so
+    the gradient dies where it is formed. Only an accumulator whose buffer
+    is a function argument that nothing else reads moves, so the buffers'
+    contents at the end of the step are unchanged; the flags it returns are
+    read after it, as before.
+
+    Input:
+    ```mlir
+    %dX, %dW, %dB = onnx.ConvGrad(%dY, %x, %w) : ...
+    ...                                     // the rest of the backward
+    %f, %none = onnx.InPlaceAccumulatorV2(%w_grad_buf, %dW, %reset) : ...
+    ```
+    Output:
+    ```mlir
+    %dX, %dW, %dB = onnx.ConvGrad(%dY, %x, %w) : ...
+    %f, %none = onnx.InPlaceAccumulatorV2(%w_grad_buf, %dW, %reset) : ...
+    ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numMoved", "moved", "Accumulators moved up">,
+  ];
+}
+
+def CometHoistMasks : Pass<"comet-hoist-masks", "mlir::ModuleOp"> {
+  let summary = "Keep a 1-bit mask instead of a value the backward only compares";
+  let description = [{
+    ONNX Runtime's gradient of Clip (ReLU6), and of other piecewise ops,
+    recomputes in the backward which elements were in range:
+    `LessOrEqual(x, max)`, `GreaterOrEqual(x, min)`, `And`, then
+    `Mul(dY, Cast(mask))`. These comparisons read only forward values, so
+    x, a float, is kept alive from the forward to the backward just to be
+    compared there. This pass moves the comparisons into the forward, next
+    to the values they read, so that x dies at its last forward use and a
+    bool mask lives instead: a byte per element uncompressed, and one bit
+    once `--comet-compress-activations` stores it as a mask stream. It is
+    exact: the same comparisons run on the same values.
+
+    What it moves is decided by the ActivationLiveness analysis: for each
+    long-lived activation (`min-bytes`, `min-distance`, as in
+    compress-activations) whose far uses are all pure ops that give a bool
+    tensor and read nothing from the gradient flow, those ops move to just
+    after the last definition among their operands (an operand that is a
+    constant moves with them), when their results are smaller than the
+    value they free. A pure bool op whose operands were all moved follows
+    them (the `And` of two masks). Then `Mul(g, Cast(m))`, with `m` a bool,
+    `g` in the gradient flow and no broadcast, becomes
+    `DropoutGrad(g, m, ratio = 0, training_mode = true)`, which gives
+    `m ? g : 0` without the cast's float tensor and reads the mask as a
+    mask (SavedActivationKind::ReluMask), so compress-activations keeps it
+    as bits that DropoutGrad reads directly.
+
+    Run it after `--comet-specialize-shapes` and before
+    `--comet-compress-activations`.
+
+    Input (`min-bytes=0 min-distance=2`):
+    ```mlir
+    %y = onnx.Clip(%x, %lo, %hi) : ...
+    ...                                       // the rest of the forward
+    %le = onnx.LessOrEqual(%x, %hi) : ... -> tensor<64x32xi1>
+    %ge = onnx.GreaterOrEqual(%x, %lo) : ... -> tensor<64x32xi1>
+    %m = onnx.And(%ge, %le) : ...
+    %c = onnx.Cast(%m) {to = 1 : i64} : ... -> tensor<64x32xf32>
+    %dx = onnx.Mul(%dy, %c) : ...
+    ```
+    Output:
+    ```mlir
+    %le = onnx.LessOrEqual(%x, %hi) : ... -> tensor<64x32xi1>
+    %ge = onnx.GreaterOrEqual(%x, %lo) : ... -> tensor<64x32xi1>
+    %m = onnx.And(%ge, %le) : ...
+    %y = onnx.Clip(%x, %lo, %hi) : ...          // %x's last use
+    ...
+    %dx = onnx.DropoutGrad(%dy, %m, %zero, %true) : ...
+    ```
+  }];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"16384",
+           "Smallest value (bytes) whose comparisons are moved">,
+    Option<"minDistance", "min-distance", "int64_t", /*default=*/"4",
+           "Steps after its definition from which a use is far">,
+  ];
+  let statistics = [
+    Statistic<"numFreed", "freed",
+              "Values now dead at their last forward use">,
+    Statistic<"numMoved", "moved", "Bool ops moved into the forward">,
+    Statistic<"numMaskGrads", "mask-grads",
+              "Mul(g, Cast(mask)) made DropoutGrad">,
+  ];
+}
+
 def CometCompressActivations
     : Pass<"comet-compress-activations", "mlir::ModuleOp"> {
   let summary = "Keep long-lived activations in compressed form";

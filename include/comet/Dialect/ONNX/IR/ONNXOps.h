@@ -38,6 +38,14 @@ enum class WeightGradForm {
   /// dscale sums dY * xhat over batch and pixels.
   BatchNorm,
 };
+
+/// Result 0 may take operand 0's buffer when operand 0 dies at the op (dX
+/// written over dY): the runtime functions the op lowers to accept the
+/// aliasing (comet/runtime/abi.def). ActivationLiveness decides where it
+/// happens (ValueInfo::inPlaceOf); the lowering follows.
+template <typename ConcreteType>
+class InPlaceGradient
+    : public mlir::OpTrait::TraitBase<ConcreteType, InPlaceGradient> {};
 } // namespace comet::onnx
 
 #include "comet/Dialect/ONNX/IR/ONNXInterfaces.h.inc"

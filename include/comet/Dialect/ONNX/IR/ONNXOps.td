@@ -35,6 +35,11 @@ defvar ReductionAttr = DefaultValuedStrAttr<StrAttr, "mean">;
 // Values that are not ONNX nodes
 //===----------------------------------------------------------------------===//
 
+// dX may be written over dY where dY dies (comet::onnx::InPlaceGradient).
+def ONNX_InPlaceGradient : NativeOpTrait<"InPlaceGradient"> {
+  let cppNamespace = "::comet::onnx";
+}
+
 def ONNX_NoValueOp : Op<ONNX_Dialect, "NoValue", [Pure]> {
   let summary = "[comet] The absent value of an optional ONNX input";
   let description = [{
@@ -397,7 +402,8 @@ def ONNX_ConvGradOp : ONNX_Op<"ConvGrad", "com.microsoft",
 
 def ONNX_ReluGradOp : ONNX_Op<"ReluGrad", "com.microsoft",
     "dX = dY where X > 0, else 0",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
+    [Pure, ONNX_InPlaceGradient,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
@@ -405,7 +411,8 @@ def ONNX_ReluGradOp : ONNX_Op<"ReluGrad", "com.microsoft",
 
 def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
     "dX = dY / (1 - ratio) where the mask is true, else 0",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
+    [Pure, ONNX_InPlaceGradient,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
   let description = [{
     The gradient of Dropout. `ratio` and `training_mode` are Dropout's
     inputs; without training mode dX = dY. The bool mask is a saved
@@ -433,7 +440,8 @@ def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
 
 def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
     "com.microsoft", "Gradients of batch normalization",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_InPlaceGradient,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
        "getSummedTerms"]>]> {
   let description = [{
