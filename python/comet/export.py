@@ -11,6 +11,9 @@ Usage (see docs/models.md):
   python -m comet.export resnet18 --out DIR --image-size 224
                                                     # resnet18, mobilenet_v2 at another
                                                     # input size (default 28)
+  python -m comet.export gpt --out DIR --model-args layers=6,d_model=384,heads=6,seq_len=512
+                                                    # a PyTorch model's constructor
+                                                    # arguments (the gpt's size)
 
 For each model DIR receives:
   model.onnx                 the forward graph with its initial weights
@@ -223,24 +226,57 @@ def check_image_size(name: str, image_size: int) -> None:
         raise ValueError(f"--image-size must be at least 16 (five stride-2 stages), got {image_size}")
 
 
-def torch_model(name: str, seed: int = 0, image_size: int = IMAGE_SIZE) -> onnx.ModelProto:
+def parse_model_args(text: str) -> dict:
+    """'layers=6,d_model=384,dropout=0.1' -> {'layers': 6, 'd_model': 384,
+    'dropout': 0.1}: a PyTorch model's constructor arguments (ints, else
+    floats); ValueError for anything else."""
+    out = {}
+    for item in text.split(","):
+        key, sep, value = item.strip().partition("=")
+        if not item.strip():
+            continue
+        if not sep or not key.isidentifier():
+            raise ValueError(f"--model-args: {item.strip()!r} is not KEY=NUMBER")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                raise ValueError(f"--model-args: {key}={value!r} is not a number") from None
+    return out
+
+
+def torch_model(name: str, seed: int = 0, image_size: int = IMAGE_SIZE,
+                model_args: dict | None = None) -> onnx.ModelProto:
     """Build the PyTorch model `name` (a TORCH_MODELS key) with seed `seed`
-    and export it to ONNX at its opset; ImportError without torch."""
+    and the constructor arguments `model_args`, and export it to ONNX at its
+    opset; ImportError without torch, ValueError for an argument its
+    constructor does not take."""
     try:
         from . import torch_models
     except ImportError as e:
         raise ImportError(f"{TORCH_ENV_HINT} ({e})") from e
     opset, _ = TORCH_MODELS[name]
-    model = torch_to_onnx(torch_models.build(name, seed), opset=opset, image_size=image_size)
+    try:
+        module = torch_models.build(name, seed, **(model_args or {}))
+    except TypeError as e:
+        raise ValueError(f"--model-args for {name}: {e}") from e
+    model = torch_to_onnx(module, opset=opset, image_size=image_size)
     model.graph.name = name
     return model
 
 
-def load_model(source, seed: int = 0,
-               image_size: int = IMAGE_SIZE) -> tuple[str, onnx.ModelProto]:
+def load_model(source, seed: int = 0, image_size: int = IMAGE_SIZE,
+               model_args: dict | None = None) -> tuple[str, onnx.ModelProto]:
     """Resolve a built-in or PyTorch model name, an .onnx path, an
     onnx.ModelProto or a torch.nn.Module into (name, forward model).
-    image_size applies to the PyTorch models of TORCH_ANY_IMAGE_SIZE."""
+    image_size applies to the PyTorch models of TORCH_ANY_IMAGE_SIZE,
+    model_args (constructor arguments) to the PyTorch models by name."""
+    if model_args and not (isinstance(source, (str, os.PathLike))
+                           and os.fspath(source) in TORCH_MODELS):
+        raise ValueError(f"--model-args applies to the PyTorch models {list(TORCH_MODELS)} "
+                         "by name")
     if isinstance(source, (str, os.PathLike)):
         check_image_size(os.fspath(source), image_size)
     elif image_size != IMAGE_SIZE:
@@ -253,7 +289,7 @@ def load_model(source, seed: int = 0,
         if s in MODELS:
             return s, MODELS[s](seed)
         if s in TORCH_MODELS:
-            return s, torch_model(s, seed, image_size)
+            return s, torch_model(s, seed, image_size, model_args)
         if s.endswith(".onnx") and os.path.exists(s):
             return pathlib.Path(s).stem, onnx.load(s)
         raise ValueError(
@@ -290,17 +326,20 @@ def _save_extra_optimizer(kind: str, params, opset: int, path: pathlib.Path) -> 
 
 def export_artifacts(source, out_dir, optimizers: Iterable[str] = ("adamw", "sgd"),
                      seed: int = 0, quiet: bool = True,
-                     image_size: int = IMAGE_SIZE) -> dict[str, pathlib.Path]:
+                     image_size: int = IMAGE_SIZE,
+                     model_args: dict | None = None) -> dict[str, pathlib.Path]:
     """Write the forward model and ORT training artifacts for `source` into
     `out_dir`; returns {artifact name: path}. image_size: the input's
-    height and width (PyTorch models of TORCH_ANY_IMAGE_SIZE only)."""
+    height and width (PyTorch models of TORCH_ANY_IMAGE_SIZE only);
+    model_args: the constructor arguments of a PyTorch model by name (the
+    gpt's layers, d_model, heads, seq_len)."""
     optimizers = [o.lower() for o in optimizers]
     for o in optimizers:
         if o not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {o!r}: expected one of {OPTIMIZERS}")
     if not optimizers:
         raise ValueError("at least one optimizer is needed")
-    _, model = load_model(source, seed, image_size)
+    _, model = load_model(source, seed, image_size, model_args)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     requires_grad, frozen = trainable_params(model)
@@ -408,6 +447,9 @@ def main(argv=None) -> int:
     p.add_argument("--image-size", type=int, default=IMAGE_SIZE, metavar="N",
                    help=f"input height and width of the PyTorch models {list(TORCH_ANY_IMAGE_SIZE)} "
                         f"(default {IMAGE_SIZE}; the others take {IMAGE_SIZE} only)")
+    p.add_argument("--model-args", metavar="K=V,...",
+                   help="constructor arguments of a PyTorch model named on the command line, "
+                        "e.g. gpt's layers=6,d_model=384,heads=6,seq_len=512")
     p.add_argument("--list-ops", metavar="FILE", nargs="+",
                    help="print 'domain op_type count' for each ONNX file and exit")
     p.add_argument("--json", action="store_true", help="with --list-ops: print JSON")
@@ -441,6 +483,12 @@ def main(argv=None) -> int:
 
     if a.only and not a.torch_models:
         p.error("--only goes with --torch-models")
+    try:
+        model_args = parse_model_args(a.model_args or "")
+    except ValueError as e:
+        p.error(str(e))
+    if model_args and (a.torch_models or a.all):
+        p.error("--model-args goes with one PyTorch model named on the command line")
     default_opt = "adamw" if a.torch_models else "adamw,sgd"
     opts = [o.strip() for o in (a.optimizer or default_opt).split(",") if o.strip()]
     if a.torch_models:
@@ -464,7 +512,7 @@ def main(argv=None) -> int:
     for src, out in jobs:
         try:
             paths = export_artifacts(src, out, opts, seed=a.seed, quiet=not a.verbose,
-                                     image_size=a.image_size)
+                                     image_size=a.image_size, model_args=model_args)
         except (ValueError, TypeError, ImportError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

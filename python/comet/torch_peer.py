@@ -3,19 +3,25 @@ side of "COMET against PyTorch", docs/benchmarks.md).
 
     python -m comet.torch_peer --model resnet18 --image-size 224 --batch 64 \\
         --steps 5 --threads 2 --mode eager|checkpoint --json OUT.json
+    python -m comet.torch_peer --model gpt --model-args \\
+        layers=6,d_model=384,heads=6,seq_len=512 --batch 8 ... --json OUT.json
     python -m comet.torch_peer --known MiB,MiB,... --json OUT.json
 
 Runs in the export environment (.venv-export: Debian's torch and
 torchvision), in its own process, started with MALLOC_MMAP_THRESHOLD_ set
 (comet.peak_rss; the run refuses to measure without it). The model is
-comet.torch_models.build(name, seed 0), the module comet.export turns into
-the ONNX Runtime artifact folder that comet-train trains; the optimizer is
-torch.optim.AdamW with the hyper-parameters of that folder's
-optimizer_model.onnx (passed in by comet.bench_peers); the data are uniform
-[0, 1) images and uniform labels, as comet-train's `--data synthetic`.
+comet.torch_models.build(name, seed 0, **model args), the module
+comet.export turns into the ONNX Runtime artifact folder that comet-train
+trains; the optimizer is torch.optim.AdamW with the hyper-parameters of
+that folder's optimizer_model.onnx (passed in by comet.bench_peers); the
+data are what comet-train's `--data synthetic` gives the model: uniform
+[0, 1) images and uniform labels, or for the gpt int64 token sequences
+(ids in [0, vocab) walking by 1 to 3 per position) with the next id as
+each token's label.
 
-A step is `zero_grad(set_to_none=True)`, forward, cross-entropy (mean),
-backward, `optimizer.step()`. After `--warmup` unmeasured steps each of
+A step is `zero_grad(set_to_none=True)`, forward, cross-entropy (mean; for
+the gpt over the batch x seq_len tokens, as ONNX Runtime's loss on the
+`[batch * seq_len, vocab]` logits), backward, `optimizer.step()`. After `--warmup` unmeasured steps each of
 `--steps` steps is measured:
 
 - peak (RSS): the bytes of the tensors live at the step's start (weights,
@@ -71,8 +77,8 @@ def stages(name, model):
     """The forward of `model` as (prefix, [stage modules], suffix) for
     per-stage checkpointing: ResNet's layer1..layer4, MobileNetV2's feature
     blocks after the stem (features[1:]), the CNN's two conv blocks, the
-    Transformer's encoder layers. The stem (or embedding) and the head run
-    outside the checkpointed stages."""
+    Transformer's encoder layers, the GPT's decoder blocks. The stem (or
+    embedding) and the head run outside the checkpointed stages."""
     if name == "resnet18":
         m = model
         pre = torch.nn.Sequential(m.conv1, m.bn1, m.relu, m.maxpool)
@@ -101,6 +107,19 @@ def stages(name, model):
                 return m.head(m.norm(x.mean(dim=1)))
 
         return Pre(), list(m.layers), Post()
+    if name == "gpt":
+        m = model
+
+        class Pre(torch.nn.Module):
+            def forward(self, idx):
+                pos = torch.arange(0, idx.shape[1], dtype=torch.long)
+                return m.tok(idx) + m.pos(pos.unsqueeze(0))
+
+        class Post(torch.nn.Module):
+            def forward(self, x):
+                return m.head(m.ln(x)).view(-1, m.vocab)
+
+        return Pre(), list(m.blocks), Post()
     raise ValueError(f"no checkpoint stages for {name!r}")
 
 
@@ -280,19 +299,38 @@ def run_known(sizes_mib):
             "mmap_threshold_set": peak_rss.mmap_threshold_set()}
 
 
+def token_batch(batch, seq_len, vocab, generator):
+    """comet-train's synthetic token data (comet_rt_dataset_get_tokens):
+    per sequence a start id, then steps of 1 to 3 modulo vocab; each
+    token's label is the next id. Ids [batch, seq_len], labels
+    [batch * seq_len], int64."""
+    start = torch.randint(0, vocab, (batch, 1), generator=generator)
+    walk = start + torch.cumsum(
+        torch.randint(1, 4, (batch, seq_len), generator=generator), dim=1)
+    ids = torch.cat([start, walk[:, :-1]], dim=1) % vocab
+    return ids, (walk % vocab).reshape(-1)
+
+
 def run_model(a):
     from comet import torch_models
+    from comet.export import parse_model_args
 
     torch.manual_seed(0)
-    model = torch_models.build(a.model, seed=0)
+    model = torch_models.build(a.model, seed=0,
+                               **parse_model_args(a.model_args or ""))
     model.train()
     net = Checkpointed(a.model, model) if a.mode == "checkpoint" else model
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr,
                             betas=(a.beta1, a.beta2), eps=a.eps,
                             weight_decay=a.weight_decay)
     g = torch.Generator().manual_seed(a.seed)
-    x = torch.rand(a.batch, 1, a.image_size, a.image_size, generator=g)
-    y = torch.randint(0, 10, (a.batch,), generator=g)
+    if hasattr(model, "example_input"):  # token ids (the gpt)
+        x, y = token_batch(a.batch, model.seq_len, model.vocab, g)
+        size = model.seq_len
+    else:
+        x = torch.rand(a.batch, 1, a.image_size, a.image_size, generator=g)
+        y = torch.randint(0, 10, (a.batch,), generator=g)
+        size = a.image_size
     params = list(model.parameters())
 
     def step(hooks=None, phases=False):
@@ -351,8 +389,8 @@ def run_model(a):
     peak_i = trace.index(above) if trace and above > 0 else None
     tl_t, tl_b = downsample_pairs([0.0] + times, [0] + trace)
     return {
-        "model": a.model, "mode": a.mode, "image_size": a.image_size,
-        "batch": a.batch, "threads": torch.get_num_threads(),
+        "model": a.model, "mode": a.mode, "image_size": size,
+        "model_args": a.model_args, "batch": a.batch, "threads": torch.get_num_threads(),
         "torch": torch.__version__, "warmup": a.warmup,
         "optimizer": {"kind": "torch.optim.AdamW", "lr": a.lr,
                       "betas": [a.beta1, a.beta2], "eps": a.eps,
@@ -388,6 +426,10 @@ def main(argv=None):
     p.add_argument("--model")
     p.add_argument("--mode", choices=["eager", "checkpoint"], default="eager")
     p.add_argument("--image-size", type=int, default=28)
+    p.add_argument("--model-args", metavar="K=V,...",
+                   help="the model's constructor arguments (as comet.export's "
+                   "--model-args), e.g. the gpt's layers, d_model, heads, "
+                   "seq_len")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)

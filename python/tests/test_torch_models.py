@@ -207,6 +207,34 @@ def test_gpt_export(export_python, tmp_path):
     assert {"Split", "Equal", "Where", "Range", "Reciprocal"} <= eval_ops
 
 
+def test_gpt_export_at_another_size(export_python, tmp_path):
+    """--model-args passes the gpt's constructor arguments: one block of
+    d_model 32 and 2 heads over 16 positions gives token ids [batch, 16]
+    and the parameters of that size; an argument the constructor does not
+    take, a malformed one, or one for a model that is not a PyTorch model
+    by name is an error."""
+    d = tmp_path / "gpt"
+    r = _run([export_python, "-m", "comet.export", "gpt", "--out", d, "--optimizer",
+              "adamw", "--model-args", "layers=1,d_model=32,heads=2,seq_len=16"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    fwd = onnx.load(d / "model.onnx")
+    assert dims(fwd.graph.input[0]) == ["batch", 16]
+    trainable, frozen = export.trainable_params(fwd)
+    assert frozen == ["blocks.0.mask"]
+    size = {i.name: int(np.prod(i.dims)) for i in fwd.graph.initializer}
+    # 256 x 32 token and 16 x 32 position tables, one block (2 LayerNorms
+    # 64, q/k/v 3168, projection 1056, MLP 4224 + 4128), the final
+    # LayerNorm and the 32 x 256 head; one 16 x 16 mask.
+    assert (sum(size[p] for p in trainable), sum(size[p] for p in frozen)) == (29664, 256)
+    for args, message in ((["gpt", "--model-args", "width=3"], "unexpected keyword"),
+                          (["gpt", "--model-args", "layers"], "is not KEY=NUMBER"),
+                          (["gpt", "--model-args", "layers=two"], "is not a number"),
+                          (["lenet", "--model-args", "layers=1"], "applies to the PyTorch")):
+        r = _run([export_python, "-m", "comet.export", *args, "--out", tmp_path / "x"])
+        assert r.returncode == 2 and message in r.stderr, r.stderr[-2000:]
+        assert "Traceback" not in r.stderr
+
+
 def test_torch_model_cli_errors(export_python, tmp_path):
     r = _run([export_python, "-m", "comet.export", "--torch-models", tmp_path, "--only", "alexnet"])
     assert r.returncode == 2 and "unknown torch model" in r.stderr
