@@ -6,7 +6,8 @@ own process:
   pytorch-eager        the torch module (comet.torch_models), eager
   pytorch-checkpoint   the same with torch.utils.checkpoint around each
                        stage (ResNet-18's layer1..layer4, MobileNetV2's
-                       feature blocks after the stem; comet.torch_peer)
+                       feature blocks after the stem, the GPT's decoder
+                       blocks; comet.torch_peer)
   comet-none           comet-train --compress none
   comet-static         comet-train --compress static (its default)
   comet-adaptive       comet-train --compress adaptive, statistics taken
@@ -15,8 +16,9 @@ own process:
 on the same model (COMET trains the ONNX Runtime artifact folder that
 comet.export makes from that torch module, exported at the input size),
 batch, input size (1 channel) and optimizer (AdamW with the folder's
-hyper-parameters on both sides), synthetic uniform images, and reports per
-run:
+hyper-parameters on both sides), synthetic uniform images (the GPT:
+synthetic int64 token sequences, each token's label the next id, the loss
+the mean cross-entropy over all tokens), and reports per run:
 
 - the whole-step peak, two ways. Allocator (the basis of the ratios and
   goals): PyTorch's CPU allocator traced by torch.profiler over one step,
@@ -48,12 +50,18 @@ predicted_timeline; PyTorch: the profiled step's allocator trace).
     python -m comet.bench_peers --models resnet18,mobilenet_v2 \\
         --batch 64 --image-size 224 --steps 4 --threads 2 --out bench-peers
 
+    python -m comet.bench_peers --models gpt --batch 8 --steps 3 \\
+        --gpt layers=6,d_model=384,heads=6,seq_len=512 --out bench-peers
+
 The model names: resnet18 and mobilenet_v2 (torchvision, 1-channel stem,
 any --image-size: exported into OUT/models/NAME-SIZE with the export
 environment), cnn and transformer (the checked-in 28x28 fixtures), gpt
-(pending: see PENDING). PyTorch runs in the export environment
+(comet.torch_models.gpt with the constructor arguments of --gpt, by
+default the bench size above, exported into OUT/models/gpt-ARGS; its
+"size" is the sequence length). PyTorch runs in the export environment
 (--torch-python, default $COMET_EXPORT_PYTHON or .venv-export/bin/python);
-this module needs only the standard library, onnx and matplotlib.
+this module needs only the standard library, onnx and matplotlib (and
+comet.export's parse_model_args, which needs no torch).
 """
 from __future__ import annotations
 
@@ -74,20 +82,19 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "test" / "fixtures" / "models"
 MIB = 1 << 20
 
-# name -> the input sizes it takes (None: any).
+# name -> the input sizes it takes: None, any --image-size; SEQ_LEN, the
+# seq_len of --gpt (a token model: its size is the sequence length).
+SEQ_LEN = "seq_len"
 MODELS = {"resnet18": None, "mobilenet_v2": None, "cnn": (28,),
-          "transformer": (28,)}
-# Accepted by --models, run by neither side: why.
-PENDING = {
-    "gpt": "a GPT-style decoder is pending: COMET cannot import one yet "
-           "(its graph needs Split, and its inputs are int64 token ids where "
-           "comet-train binds one float data batch); no figures are made",
-}
+          "transformer": (28,), "gpt": SEQ_LEN}
+# The gpt's constructor arguments unless --gpt says: the bench size.
+GPT_ARGS = {"layers": 6, "d_model": 384, "heads": 6, "seq_len": 512}
 RUNS = ["pytorch-eager", "pytorch-checkpoint", "comet-none", "comet-static",
         "comet-adaptive"]
 EAGER, NONE, STATIC = "pytorch-eager", "comet-none", "comet-static"
 GOALS = {
     "static_vs_eager": 0.4,        # comet-static peak <= 0.4 x eager
+    "static_vs_eager_gpt": 0.5,    # the gpt's: <= 0.5 x eager
     "none_vs_eager": 1.0,          # comet-none peak <= eager
     "step_time_vs_none": 1.10,     # compressed step time <= 1.10 x none
     "predicted_within": 0.02,      # |predicted / measured - 1| <= 2%
@@ -111,22 +118,54 @@ def comma_list(text, what):
     return items
 
 
-def workloads(models, sizes):
+def workloads(models, sizes, gpt_args=GPT_ARGS):
     """[(model, size)]: the any-size models at each size, the fixtures at
-    their own; pending models are kept apart."""
-    out, pending = [], []
+    their own, the gpt at its sequence length."""
+    out = []
     for m in models:
-        if m in PENDING:
-            pending.append(m)
-            continue
         if m not in MODELS:
             raise UsageError(f"unknown model {m!r}: expected names from "
-                             f"{', '.join(list(MODELS) + list(PENDING))}")
+                             f"{', '.join(MODELS)}")
         fixed = MODELS[m]
+        if fixed == SEQ_LEN:
+            fixed = (gpt_args[SEQ_LEN],)
         for s in (sizes if fixed is None else fixed):
             if (m, s) not in out:
                 out.append((m, s))
-    return out, pending
+    return out
+
+
+def gpt_args(text):
+    """--gpt's K=V,... over GPT_ARGS; it must give the sequence length."""
+    from comet.export import parse_model_args
+
+    try:
+        args = {**GPT_ARGS, **parse_model_args(text)}
+    except ValueError as e:
+        raise UsageError(str(e).replace("--model-args", "--gpt")) from None
+    if not isinstance(args[SEQ_LEN], int) or args[SEQ_LEN] < 1:
+        raise UsageError(f"--gpt: {SEQ_LEN} must be a positive integer")
+    return args
+
+
+def size_text(model, size):
+    """The table's size: "224" (224x224 images), "seq 512" (tokens)."""
+    return f"seq {size}" if MODELS.get(model) == SEQ_LEN else str(size)
+
+
+def size_words(model, size):
+    """The input size in words: "224x224", "seq 512"."""
+    return f"seq {size}" if MODELS.get(model) == SEQ_LEN else f"{size}x{size}"
+
+
+def describe(model, size):
+    """The workload in words: "resnet18 224x224", "gpt seq 512"."""
+    return f"{model} {size_words(model, size)}"
+
+
+def model_args_text(args):
+    """{'layers': 6, ...} -> 'layers=6,...' (comet.export's --model-args)."""
+    return ",".join(f"{k}={v}" for k, v in args.items())
 
 
 def default_torch_python():
@@ -156,32 +195,43 @@ def child_env(threads):
 
 # --- Artifacts --------------------------------------------------------------
 
-def export_stamp(model, size):
+def export_stamp(model, size, model_args=""):
     h = hashlib.sha256()
     for f in ("export.py", "torch_models.py"):
         h.update((PACKAGE / "comet" / f).read_bytes())
     h.update(f"{model} {size}".encode())
+    if model_args:
+        h.update(f" {model_args}".encode())
     return h.hexdigest()
 
 
 def artifacts(model, size, a, log):
     """The artifact folder comet-train trains: a fixture, or an export of
-    the torch module at `size` into OUT/models (made again when the
-    exporter or the model definitions changed)."""
-    if MODELS[model] is not None:
+    the torch module at `size` (the gpt: with --gpt's arguments) into
+    OUT/models (made again when the exporter or the model definitions
+    changed)."""
+    if MODELS[model] not in (None, SEQ_LEN):
         return FIXTURES / model
-    d = pathlib.Path(a.out) / "models" / f"{model}-{size}"
+    if MODELS[model] == SEQ_LEN:
+        margs = model_args_text(a.gpt_args)
+        d = pathlib.Path(a.out) / "models" / (
+            model + "-" + "-".join(f"{k}{v}" for k, v in a.gpt_args.items()))
+        how = ["--model-args", margs]
+    else:
+        margs = ""
+        d = pathlib.Path(a.out) / "models" / f"{model}-{size}"
+        how = ["--image-size", str(size)]
     stamp = d / ".export.sha256"
-    want = export_stamp(model, size)
+    want = export_stamp(model, size, margs)
     if (d / "checkpoint").exists() and stamp.exists() \
             and stamp.read_text().strip() == want:
         return d
-    log(f"exporting {model} at {size}x{size} into {d}")
+    log(f"exporting {model} at {size_words(model, size)} into {d}")
     if d.exists():
         shutil.rmtree(d)
     r = subprocess.run([a.torch_python, "-m", "comet.export", model, "--out",
-                        str(d), "--image-size", str(size), "--optimizer",
-                        "adamw"], capture_output=True, text=True,
+                        str(d), *how, "--optimizer", "adamw"],
+                       capture_output=True, text=True,
                        env=child_env(a.threads), timeout=a.timeout)
     if r.returncode != 0:
         raise RuntimeError(f"export of {model} at {size} failed: "
@@ -213,12 +263,14 @@ def adamw_attributes(folder):
 
 def run_pytorch(model, size, mode, opt, a, path):
     cmd = [a.torch_python, "-m", "comet.torch_peer", "--model", model,
-           "--mode", mode, "--image-size", str(size), "--batch", str(a.batch),
+           "--mode", mode, "--batch", str(a.batch),
            "--steps", str(a.steps), "--warmup", str(a.warmup),
            "--threads", str(a.threads), "--json", str(path),
            "--lr", repr(opt["lr"]), "--beta1", repr(opt["beta1"]),
            "--beta2", repr(opt["beta2"]), "--eps", repr(opt["eps"]),
            "--weight-decay", repr(opt["weight_decay"])]
+    cmd += (["--model-args", model_args_text(a.gpt_args)]
+            if MODELS[model] == SEQ_LEN else ["--image-size", str(size)])
     r = subprocess.run(cmd, capture_output=True, text=True,
                        env=child_env(a.threads), timeout=a.timeout)
     if r.returncode != 0:
@@ -250,9 +302,12 @@ def run_pytorch(model, size, mode, opt, a, path):
     }
 
 
-def comet_args(folder, size, mode, a, report):
-    args = [a.comet_train, str(folder), "--data", "synthetic",
-            "--synthetic-shape", f"1x{size}x{size}", "--batch", str(a.batch),
+def comet_args(model, folder, size, mode, a, report):
+    # Token sequences (the gpt) have the model's own length.
+    shape = ([] if MODELS[model] == SEQ_LEN
+             else ["--synthetic-shape", f"1x{size}x{size}"])
+    args = [a.comet_train, str(folder), "--data", "synthetic", *shape,
+            "--batch", str(a.batch),
             "--max-steps", str(a.warmup + a.steps), "--eval-samples", "-1",
             "--seed", "0", "--compress", mode, "--report", str(report)]
     if mode == "adaptive":
@@ -266,11 +321,11 @@ def comet_args(folder, size, mode, a, report):
     return args
 
 
-def run_comet(folder, size, mode, a, path):
+def run_comet(model, folder, size, mode, a, path):
     report = pathlib.Path(path)
     if report.exists():
         report.unlink()
-    mon = peak_rss.Monitor(comet_args(folder, size, mode, a, report),
+    mon = peak_rss.Monitor(comet_args(model, folder, size, mode, a, report),
                            env=child_env(a.threads), arm_marker=ARM_MARKER,
                            end_marker=END_MARKER, timeout=a.timeout)
     err = report.with_suffix(".stderr")
@@ -342,7 +397,9 @@ def goals(model, size, rows):
     out = []
     eager, ckpt = rows.get(EAGER), rows.get("pytorch-checkpoint")
     none, static = rows.get(NONE), rows.get(STATIC)
-    w = f"{model} {size}x{size}"
+    w = describe(model, size)
+    static_goal = GOALS["static_vs_eager_gpt" if model == "gpt"
+                        else "static_vs_eager"]
 
     def peak_goal(text, run, peer, limit, strict=False):
         if not (run and peer):
@@ -353,8 +410,8 @@ def goals(model, size, rows):
             fig += f" (RSS {run['peak_bytes_rss'] / peer['peak_bytes_rss']:.3f}x)"
         out.append((f"{w}: {text}", fig, x < limit if strict else x <= limit))
 
-    peak_goal(f"comet-static peak <= {GOALS['static_vs_eager']}x "
-              "pytorch-eager", static, eager, GOALS["static_vs_eager"])
+    peak_goal(f"comet-static peak <= {static_goal}x pytorch-eager", static,
+              eager, static_goal)
     peak_goal("comet-static peak < pytorch-checkpoint", static, ckpt, 1.0,
               strict=True)
     peak_goal("comet-none peak <= pytorch-eager", none, eager,
@@ -400,7 +457,8 @@ def table(results):
     for w in results:
         for name, r in w["runs"].items():
             if "error" in r:
-                lines.append(f"| {w['model']} | {w['image_size']} | "
+                lines.append(f"| {w['model']} | "
+                             f"{size_text(w['model'], w['image_size'])} | "
                              f"{w['batch']} | {name} | failed: "
                              f"{r['error'][:60]} |" + " |" * 11)
                 continue
@@ -413,7 +471,8 @@ def table(results):
                 return "-" if key not in v else format(v[key], ".4f")
 
             lines.append(
-                f"| {w['model']} | {w['image_size']} | {w['batch']} | {name} "
+                f"| {w['model']} | {size_text(w['model'], w['image_size'])} "
+                f"| {w['batch']} | {name} "
                 f"| {mib(r['peak_bytes_allocator'])} "
                 f"| {times(v.get('peak_bytes_allocator'))} "
                 f"| {mib(r['peak_bytes_rss'])} | {times(v.get('peak_bytes_rss'))} "
@@ -470,8 +529,7 @@ def plot(results, path):
                 right.plot(xs, [b / MIB for b in pt], color=c,
                            linestyle="--", linewidth=0.9,
                            label=f"{name} predicted (peak {mib(max(pt))} MiB)")
-        what = (f"{w['model']} {w['image_size']}x{w['image_size']}, "
-                f"batch {w['batch']}")
+        what = f"{describe(w['model'], w['image_size'])}, batch {w['batch']}"
         left.set_title(f"PyTorch, {what}", fontsize=10)
         left.set_xlabel("seconds into the profiled step (dotted: backward "
                         "and optimizer start)")
@@ -502,13 +560,17 @@ def parse(argv):
     p = argparse.ArgumentParser(prog="python -m comet.bench_peers",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--models", default="resnet18,mobilenet_v2,cnn",
-                   help="comma list from "
-                   f"{', '.join(list(MODELS) + list(PENDING))} "
+                   help=f"comma list from {', '.join(MODELS)} "
                    "(default resnet18,mobilenet_v2,cnn)")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--image-size", default="224",
                    help="comma list of input sizes for resnet18 and "
                    "mobilenet_v2 (the fixtures take 28); default 224")
+    p.add_argument("--gpt", default=model_args_text(GPT_ARGS),
+                   metavar="K=V,...",
+                   help="the gpt's constructor arguments (comet.export's "
+                   "--model-args; its size is seq_len); default "
+                   f"{model_args_text(GPT_ARGS)}")
     p.add_argument("--steps", type=int, default=4,
                    help="measured steps per run (default 4); PyTorch runs "
                    "--warmup more before them, comet-train runs --warmup + "
@@ -555,7 +617,8 @@ def parse(argv):
                              "steps is read in the second half of the run)")
         if a.warmup < 0:
             raise UsageError("--warmup must not be negative")
-        a.workloads, a.pending = workloads(a.model_list, a.sizes)
+        a.gpt_args = gpt_args(a.gpt)
+        a.workloads = workloads(a.model_list, a.sizes, a.gpt_args)
     except UsageError as e:
         p.error(str(e))
     if a.replot:
@@ -565,7 +628,7 @@ def parse(argv):
     a.comet_train = a.comet_train or default_comet_train()
     a.torch_python = a.torch_python or default_torch_python()
     needs_torch = any(r.startswith("pytorch") for r in a.run_list) or any(
-        MODELS[m] is None for m, _ in a.workloads)
+        MODELS[m] in (None, SEQ_LEN) for m, _ in a.workloads)
     needs_comet = any(r.startswith("comet") for r in a.run_list)
     if a.workloads and needs_comet and not os.access(a.comet_train, os.X_OK):
         p.error(f"comet-train not found at {a.comet_train} (--comet-train, "
@@ -609,13 +672,13 @@ def main(argv=None):
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
-    for m in a.pending:
-        log(f"{m}: {PENDING[m]}")
     total = len(a.workloads) * len(a.run_list)
     done, start = 0, time.monotonic()
     results, failed = [], 0
     for model, size in a.workloads:
         w = {"model": model, "image_size": size, "batch": a.batch, "runs": {}}
+        if MODELS[model] == SEQ_LEN:
+            w["model_args"] = a.gpt_args  # image_size: the sequence length
         results.append(w)
         try:
             folder = artifacts(model, size, a, log)
@@ -625,7 +688,7 @@ def main(argv=None):
                 w["runs"][name] = {"error": str(e)}
             failed += len(a.run_list)
             done += len(a.run_list)
-            log(f"{model} {size}: {e}")
+            log(f"{describe(model, size)}: {e}")
             continue
         w["artifacts"], w["optimizer"] = str(folder), opt
         for name in a.run_list:
@@ -636,7 +699,7 @@ def main(argv=None):
                 if side == "pytorch":
                     r = run_pytorch(model, size, mode, opt, a, path)
                 else:
-                    r = run_comet(folder, size, mode, a, path)
+                    r = run_comet(model, folder, size, mode, a, path)
                 r["seconds"] = time.monotonic() - t0
                 what = (f"peak {mib(r['peak_bytes_rss'])} MiB RSS, "
                         f"{mib(r['peak_bytes_allocator'])} MiB allocator, "
@@ -650,7 +713,7 @@ def main(argv=None):
             w["runs"][name] = r
             done += 1
             log(f"[{done}/{total}] {time.monotonic() - start:5.0f}s "
-                f"{model} {size}x{size} b{a.batch} {name}: {what}")
+                f"{describe(model, size)} b{a.batch} {name}: {what}")
         ok = {k: v for k, v in w["runs"].items() if "error" not in v}
         relative(ok)
         w["goals"] = [{"goal": g, "figure": f, "met": m}
@@ -660,20 +723,17 @@ def main(argv=None):
     for w in results:
         for g in w.get("goals", []):
             print(f"{'met ' if g['met'] else 'MISS'}  {g['goal']}: {g['figure']}")
-    for m in a.pending:
-        print(f"pending  {m}: {PENDING[m]}")
     png = plot(results, png_path)
     result = {
         "benchmark": "peers",
         "settings": {k: getattr(a, k) for k in (
-            "model_list", "sizes", "batch", "steps", "warmup", "threads",
-            "run_list", "comet_train", "torch_python")},
+            "model_list", "sizes", "gpt_args", "batch", "steps", "warmup",
+            "threads", "run_list", "comet_train", "torch_python")},
         "mmap_threshold": peak_rss.MMAP_THRESHOLD,
         "basis": {"peaks": "peak_bytes_allocator", "step_time": "step_cpu_ms",
                   "prediction": "peak_bytes_allocator"},
         "goals_definition": GOALS,
         "workloads": results,
-        "pending": [{"model": m, "reason": PENDING[m]} for m in a.pending],
         "png": str(png) if png else None,
     }
     json_path.parent.mkdir(parents=True, exist_ok=True)
