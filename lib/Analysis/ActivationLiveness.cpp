@@ -113,7 +113,8 @@ StringRef comet::getOpType(Operation *op) {
   return dot == StringRef::npos ? name : name.drop_front(dot + 1);
 }
 
-static bool isGradOpType(StringRef t) { return t.ends_with("Grad"); }
+// ReluGrad, ConvGrad, but also BiasGeluGrad_dX and SoftmaxGrad_13.
+static bool isGradOpType(StringRef t) { return t.contains("Grad"); }
 
 bool comet::isLayoutOpType(StringRef t) {
   return t == "Transpose" || t == "Reshape" || t == "Flatten" ||
@@ -232,6 +233,7 @@ void ActivationLiveness::build() {
     schedule.push_back(&o);
   }
   int64_t lastStep = static_cast<int64_t>(schedule.size()) - 1;
+  backwardStart = schedule.size();
 
   // Values: arguments, then the results of each op in order.
   for (BlockArgument arg : entry.getArguments()) {
@@ -353,6 +355,8 @@ void ActivationLiveness::build() {
         g = true;
     }
     opGradFlow[step] = g;
+    if (g && backwardStart > static_cast<int64_t>(step))
+      backwardStart = step;
     for (OpResult r : o->getResults())
       values[getId(r)].gradientFlow = g;
   }
@@ -588,7 +592,9 @@ ActivationLiveness::getCandidates(int64_t minBytes, int64_t minDistance) const {
     for (auto [ui, u] : llvm::enumerate(vi.uses)) {
       if (u.kind == ConsumerKind::Compress)
         compressed = true;
-      if (u.index - vi.def >= minDistance) {
+      // A forward reader, however far, reads the value before the backward
+      // starts: the value is compressed after it, not kept raw for it.
+      if (u.index - vi.def >= minDistance && u.index >= backwardStart) {
         if (c.firstFar < 0)
           c.firstFar = u.index;
         c.farUses.push_back(ui);

@@ -174,8 +174,9 @@ struct TimelineInterval {
 /// A sweep over difference arrays: O(#steps + #intervals).
 Timeline buildTimeline(int64_t numSteps, llvm::ArrayRef<TimelineInterval> ivs);
 
-/// A value worth compressing: used at least minDistance steps after its
-/// definition. Near uses (closer than that) keep reading the original.
+/// A value worth compressing: read in the backward at least minDistance steps
+/// after its definition. Near uses (closer than that, or in the forward,
+/// however far) keep reading the original.
 struct Candidate {
   int valueId;
   /// The last near use (or the definition, if none): compress after it.
@@ -200,6 +201,9 @@ public:
   int64_t getNumSteps() const { return schedule.size(); }
   /// Step of a schedule op, or -1.
   int64_t getStep(mlir::Operation *scheduleOp) const;
+  /// The first step in the gradient flow (getNumSteps() if none): uses from
+  /// there on are the backward's.
+  int64_t getBackwardStart() const { return backwardStart; }
 
   llvm::ArrayRef<ValueInfo> getValues() const { return values; }
   const ValueInfo &getValue(int id) const { return values[id]; }
@@ -241,6 +245,7 @@ private:
   std::vector<ValueInfo> values;
   llvm::DenseMap<mlir::Value, int> idOf;
   Timeline timeline, uncompressed;
+  int64_t backwardStart = 0;
 };
 
 } // namespace comet
