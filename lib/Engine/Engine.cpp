@@ -309,6 +309,43 @@ Expected<std::unique_ptr<Engine>> Engine::load(StringRef path) {
   return std::move(e);
 }
 
+Expected<std::string>
+Engine::Impl::budgetOptions(ModuleOp specialized,
+                            const OptimizerConfig &optimizer) {
+  if (opts.memoryBudget == 0)
+    return std::string();
+  if (opts.memoryBudget < 0)
+    return err("the memory budget must be positive, got " +
+               std::to_string(opts.memoryBudget) + " bytes");
+  if (opts.compress == CompressMode::None)
+    return err("a memory budget needs compression: --compress static or "
+               "adaptive");
+  if (!(opts.assumedSzRatio >= 1.0))
+    return err("the assumed sz ratio must be at least 1");
+  // The optimizer state the trainer will allocate: one buffer per state
+  // and trainable parameter (each the size of its gradient buffer), plus
+  // the learning rate and step count.
+  ActivationLiveness la(mainFunc(specialized));
+  LivenessOptions lo;
+  lo.dynamicDimSize = opts.batchSize;
+  la.setOptions(lo);
+  int64_t gradBytes = 0;
+  for (const ValueInfo &vi : la.getValues())
+    if (vi.def < 0 && vi.category == ValueCategory::Gradient)
+      gradBytes += vi.tensorBytes;
+  int64_t state = sizeof(float) + sizeof(int64_t) +
+                  optimizerStatesPerParameter(optimizer.kind) * gradBytes;
+  int64_t graph = opts.memoryBudget - state;
+  if (graph <= 0)
+    return err("the memory budget of " + std::to_string(opts.memoryBudget) +
+               " bytes is below the optimizer state alone (" +
+               std::to_string(state) + " bytes)");
+  llvm::SmallString<32> ratio;
+  llvm::raw_svector_ostream(ratio) << opts.assumedSzRatio;
+  return "policy=budget memory-budget=" + std::to_string(graph) +
+         " sz-ratio=" + std::string(ratio);
+}
+
 Error Engine::compile(const EngineOptions &options) {
   Impl &I = *impl;
   if (I.compiled)
@@ -330,13 +367,29 @@ Error Engine::compile(const EngineOptions &options) {
                            "},comet-accumulate-early,comet-hoist-masks";
   if (Error e = I.runPipeline(*m, specialize))
     return e;
+  // The optimizer first: its state is part of what a budget must fit.
+  std::string dir = dirOf(I.path);
+  I.paths.optimizer = options.optimizerPath;
+  if (I.paths.optimizer == EngineOptions::kBuiltinOptimizer) {
+    I.paths.optimizer.clear();
+  } else if (I.paths.optimizer.empty()) {
+    std::string guess = dir + "/optimizer_model.onnx";
+    if (llvm::sys::fs::exists(guess))
+      I.paths.optimizer = guess;
+  }
+  auto optimizer = I.readOptimizerConfig(I.paths.optimizer);
+  if (!optimizer)
+    return optimizer.takeError();
+  auto budget = I.budgetOptions(*m, *optimizer);
+  if (!budget)
+    return budget.takeError();
   if (options.compress != CompressMode::None) {
+    std::string extra = options.compressOptions;
+    if (!budget->empty())
+      extra += (extra.empty() ? "" : " ") + *budget;
     if (Error e =
             I.runPipeline(*m, "comet-compress-activations{batch-size=" + b +
-                                  (options.compressOptions.empty()
-                                       ? std::string()
-                                       : " " + options.compressOptions) +
-                                  "}"))
+                                  (extra.empty() ? "" : " " + extra) + "}"))
       return e;
   }
   // The analysis on the graph as it will be lowered (same op order).
@@ -373,6 +426,19 @@ Error Engine::compile(const EngineOptions &options) {
   pred.numSteps = liveness.getNumSteps();
   pred.szRatio = lo.szRatio;
   pred.candidateBytes = candidateBytes;
+  if (auto rec = Impl::mainFunc(*m)->getAttrOfType<DictionaryAttr>(
+          CometDialect::kBudgetAttrName)) {
+    BudgetChoice &bc = pred.budget;
+    bc.bytes = options.memoryBudget;
+    bc.graphBytes = rec.getAs<IntegerAttr>("bytes").getInt();
+    // The graph's predicted peak plus what the graph does not see.
+    bc.predictedPeakBytes = rec.getAs<IntegerAttr>("predicted_peak").getInt() +
+                            (bc.bytes - bc.graphBytes);
+    bc.assumedSzRatio = rec.getAs<FloatAttr>("sz_ratio").getValueAsDouble();
+    bc.compressed = rec.getAs<IntegerAttr>("compressed").getInt();
+    for (Attribute a : rec.getAs<ArrayAttr>("not_selected"))
+      bc.notSelected.push_back(cast<StringAttr>(a).str());
+  }
   for (const ValueInfo &vi : liveness.getValues()) {
     bool returned = llvm::any_of(
         vi.uses, [](const ValueUse &u) { return isa<func::ReturnOp>(u.user); });
@@ -393,7 +459,6 @@ Error Engine::compile(const EngineOptions &options) {
                         &sites, options.dumpLoweredIRPath))
     return e;
   // The artifact folder's files unless the options name others.
-  std::string dir = dirOf(I.path);
   I.paths.weights = options.weightsPath;
   if (I.paths.weights.empty()) {
     I.paths.weights = dir + "/checkpoint";
@@ -420,15 +485,7 @@ Error Engine::compile(const EngineOptions &options) {
     return e;
   I.trainer.setSites(std::move(sites));
   I.trainer.setPrediction(std::move(pred));
-  I.paths.optimizer = options.optimizerPath;
-  if (I.paths.optimizer == EngineOptions::kBuiltinOptimizer) {
-    I.paths.optimizer.clear();
-  } else if (I.paths.optimizer.empty()) {
-    std::string guess = dir + "/optimizer_model.onnx";
-    if (llvm::sys::fs::exists(guess))
-      I.paths.optimizer = guess;
-  }
-  if (Error e = I.setupOptimizer(I.paths.optimizer))
+  if (Error e = toError(I.trainer.setupOptimizer(*optimizer)))
     return e;
   std::string evalPath = options.evalModelPath;
   if (evalPath.empty()) {

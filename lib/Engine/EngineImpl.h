@@ -82,7 +82,15 @@ struct Engine::Impl {
   llvm::Error lower(mlir::ModuleOp m, int64_t batch, Entry &out,
                     std::unique_ptr<mlir::ExecutionEngine> &jit,
                     std::vector<SiteStats> *sites, llvm::StringRef dumpPath);
-  llvm::Error setupOptimizer(llvm::StringRef optimizerPath);
+  /// The optimizer graph's node and attributes (empty path: the built-in
+  /// SGD) with the options' learning rate, momentum and weight decay.
+  llvm::Expected<OptimizerConfig>
+  readOptimizerConfig(llvm::StringRef optimizerPath);
+  /// The extra compress-activations options for opts.memoryBudget, given
+  /// the optimizer's state bytes, and the part of the budget left to the
+  /// graph; checks the options.
+  llvm::Expected<std::string> budgetOptions(mlir::ModuleOp specialized,
+                                            const OptimizerConfig &optimizer);
   llvm::Error setupEval(llvm::StringRef evalPath);
 };
 

@@ -10,10 +10,12 @@
 
 using namespace mlir;
 using llvm::Error;
+using llvm::Expected;
 
 namespace comet {
 
-Error Engine::Impl::setupOptimizer(StringRef optimizerPath) {
+Expected<OptimizerConfig>
+Engine::Impl::readOptimizerConfig(StringRef optimizerPath) {
   OptimizerConfig c;
   c.learningRate = opts.learningRate;
   c.momentum = opts.momentum;
@@ -44,7 +46,7 @@ Error Engine::Impl::setupOptimizer(StringRef optimizerPath) {
         c.adamCorrectBias = a.i;
     }
   }
-  return toError(trainer.setupOptimizer(c));
+  return c;
 }
 
 } // namespace comet

@@ -293,6 +293,10 @@ float defaultLearningRate(const std::string &kind) {
   return kind == "AdamWOptimizer" ? 1e-3f : 0.05f;
 }
 
+int optimizerStatesPerParameter(const std::string &kind) {
+  return kind == "AdamWOptimizer" ? 2 : kind == "builtin-sgd-momentum" ? 1 : 0;
+}
+
 std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
   optimizer = config;
   if (optimizer.learningRate <= 0)
@@ -309,9 +313,7 @@ std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
       !e.empty())
     return e;
   stateBytes += lrBuf->bytes() + stepBuf->bytes();
-  int nState = optimizer.kind == "AdamWOptimizer"         ? 2
-               : optimizer.kind == "builtin-sgd-momentum" ? 1
-                                                          : 0;
+  int nState = optimizerStatesPerParameter(optimizer.kind);
   for (const std::string &p : trainable) {
     Buffer *w = buffers[p].get();
     for (int k = 0; k < nState; ++k) {
@@ -524,6 +526,7 @@ void Trainer::resetPeaks() { comet_rt_alloc_reset_peaks(rt.get()); }
 
 EngineStats Trainer::stats() const {
   EngineStats s;
+  s.budget = prediction.budget;
   comet_rt_alloc_stats a;
   comet_rt_alloc_get_stats(rt.get(), &a);
   for (int c = 0; c < COMET_RT_MEM_NUM_CATEGORIES; ++c)

@@ -302,6 +302,14 @@ void printSummary(const RunResult &r) {
          st.peakBytes, st.tensorPeakBytes, st.predictedPeakBytes,
          st.activationBytesUncompressed, st.activationBytesCompressed,
          ratioOf(st));
+  if (const BudgetChoice &bc = st.budget; bc.bytes > 0)
+    printf("memory budget %" PRId64 " B: %s (%" PRId64
+           " compressed, %zu left raw; predicted %" PRId64
+           " B at sz %.1fx when compiled, %" PRId64
+           " B at the measured ratio)\n",
+           bc.bytes, st.peakBytes <= bc.bytes ? "met" : "MISSED", bc.compressed,
+           bc.notSelected.size(), bc.predictedPeakBytes, bc.assumedSzRatio,
+           st.predictedPeakBytes);
   fflush(stdout);
 }
 
@@ -441,6 +449,27 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   r.accuracy >= 0 ? j.value(r.testLoss) : j.null();
   j.member("peak_bytes", st.peakBytes);
   j.member("predicted_peak_bytes", st.predictedPeakBytes);
+  j.key("memory_budget");
+  if (st.budget.bytes > 0) {
+    // The choice made when compiling, and how it turned out.
+    const BudgetChoice &bc = st.budget;
+    j.objectBegin();
+    j.member("budget_bytes", bc.bytes);
+    j.member("graph_budget_bytes", bc.graphBytes);
+    j.member("assumed_sz_ratio", bc.assumedSzRatio);
+    j.member("predicted_peak_bytes_at_compile", bc.predictedPeakBytes);
+    j.member("predicted_peak_bytes", st.predictedPeakBytes);
+    j.member("measured_peak_bytes", st.peakBytes);
+    j.member("compressed", bc.compressed);
+    j.key("not_selected");
+    j.arrayBegin();
+    for (const std::string &n : bc.notSelected)
+      j.value(n);
+    j.arrayEnd();
+    j.objectEnd();
+  } else {
+    j.null();
+  }
   j.member("tensor_peak_bytes", st.tensorPeakBytes);
   j.member("workspace_peak_bytes", st.categories[COMET_RT_MEM_WORKSPACE].peak);
   j.member("dataset_bytes", info.datasetBytes);

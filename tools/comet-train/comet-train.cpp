@@ -341,6 +341,19 @@ int main(int argc, char **argv) {
            << comet::wordOf(compress)
            << format(", batch %ld, epochs %ld\n", batch.getValue(),
                      epochs.getValue());
+  // A budget that compression cannot reach is worth knowing before the run.
+  if (const comet::BudgetChoice bc = engine.stats().budget; bc.bytes > 0) {
+    if (!quiet)
+      outs() << format("  memory budget %ld B: %ld values compressed, %zu "
+                       "left raw, predicted peak %ld B at sz %.1fx\n",
+                       bc.bytes, bc.compressed, bc.notSelected.size(),
+                       bc.predictedPeakBytes, bc.assumedSzRatio);
+    if (bc.predictedPeakBytes > bc.bytes)
+      errs() << format("comet-train: warning: the memory budget of %ld B is "
+                       "not reachable by compression: the predicted peak "
+                       "with every candidate compressed is %ld B\n",
+                       bc.bytes, bc.predictedPeakBytes);
+  }
   if (!dumpGrads.empty())
     return runDumpGrads(engine);
   comet::Trainer &trainer = engine.trainer();

@@ -15,6 +15,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -64,6 +66,16 @@ struct EngineFlags {
                        llvm::cl::desc("Compress every candidate but these "
                                       "values (the pass option except=)"),
                        llvm::cl::CommaSeparated, llvm::cl::cat(cat)),
+        memoryBudget(
+            "memory-budget",
+            llvm::cl::desc("Whole-step peak to fit: compress the fewest "
+                           "activations that bring the predicted peak to it "
+                           "(bytes, or with a KiB, MiB or GiB suffix)"),
+            llvm::cl::init(""), llvm::cl::cat(cat)),
+        assumedSzRatio("assumed-sz-ratio",
+                       llvm::cl::desc("The sz compression ratio a memory "
+                                      "budget assumes"),
+                       llvm::cl::init(3.0), llvm::cl::cat(cat)),
         weightsPath("weights",
                     llvm::cl::desc("Initial weights: an ORT checkpoint, or "
                                    "an .onnx file's initializers; default: "
@@ -78,6 +90,8 @@ struct EngineFlags {
   llvm::cl::opt<CompressMode> compress;
   llvm::cl::opt<std::string> compressOptions;
   llvm::cl::list<std::string> compressOnly, compressExcept;
+  llvm::cl::opt<std::string> memoryBudget;
+  llvm::cl::opt<double> assumedSzRatio;
   llvm::cl::opt<std::string> weightsPath;
   llvm::cl::opt<std::string> dumpIR;
 
@@ -89,7 +103,34 @@ struct EngineFlags {
         compress == CompressMode::None)
       return "--compress-only and --compress-except need --compress static "
              "or adaptive";
+    if (!memoryBudget.empty() && budgetBytes() <= 0)
+      return "--memory-budget: '" + memoryBudget +
+             "' is not a positive size (e.g. 900MiB or 943718400)";
+    if (!memoryBudget.empty() && compress == CompressMode::None)
+      return "--memory-budget needs --compress static or adaptive";
+    if (!memoryBudget.empty() && !(assumedSzRatio >= 1.0))
+      return "--assumed-sz-ratio must be at least 1";
     return "";
+  }
+
+  /// --memory-budget in bytes: 0 when absent, -1 when malformed.
+  int64_t budgetBytes() const {
+    llvm::StringRef s = llvm::StringRef(memoryBudget).trim();
+    if (s.empty())
+      return 0;
+    int64_t unit = 1;
+    for (auto [suffix, u] : {std::pair{"KiB", int64_t(1) << 10},
+                             std::pair{"MiB", int64_t(1) << 20},
+                             std::pair{"GiB", int64_t(1) << 30}})
+      if (s.consume_back(suffix)) {
+        unit = u;
+        break;
+      }
+    uint64_t n = 0;
+    if (s.trim().getAsInteger(10, n) || n == 0 ||
+        n > uint64_t(INT64_MAX) / unit)
+      return -1;
+    return static_cast<int64_t>(n) * unit;
   }
 
   /// The EngineOptions these flags give (the rest at their defaults).
@@ -104,6 +145,8 @@ struct EngineFlags {
       if (!list->empty())
         o.compressOptions += (o.compressOptions.empty() ? "" : " ") +
                              std::string(key) + llvm::join(*list, ",");
+    o.memoryBudget = std::max<int64_t>(budgetBytes(), 0);
+    o.assumedSzRatio = assumedSzRatio;
     o.optimizerPath = optimizerPath;
     o.weightsPath = weightsPath;
     o.dumpLoweredIRPath = dumpIR;

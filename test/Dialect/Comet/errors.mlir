@@ -242,3 +242,26 @@ func.func @unknown_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = "onnx.Relu"(%x) {comet.tuning = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A budget record lists the candidates it left raw by name.
+// expected-error @+1 {{'comet.budget' needs 'not_selected', an array of strings}}
+func.func @budget_names_not_strings() attributes {comet.budget = {bytes = 100 : i64, predicted_peak = 90 : i64, compressed = 1 : i64, sz_ratio = 3.0 : f64, not_selected = [1]}} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'comet.budget' needs an integer 'predicted_peak'}}
+func.func @budget_without_peak() attributes {comet.budget = {bytes = 100 : i64, compressed = 1 : i64, sz_ratio = 3.0 : f64, not_selected = []}} {
+  return
+}
+
+// -----
+
+func.func @budget_not_on_function(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'comet.budget' must be a dictionary on a function}}
+  %y = "onnx.Relu"(%x) {comet.budget = {bytes = 100 : i64}} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -205,6 +205,23 @@ LogicalResult CometDialect::verifyOperationAttribute(Operation *op,
                << name << "' uses slot " << *s.getBound().getSlot() << " twice";
     return success();
   }
+  if (name == kBudgetAttrName) {
+    auto d = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !d)
+      return op->emitOpError("'")
+             << name << "' must be a dictionary on a function";
+    for (StringRef key : {"bytes", "predicted_peak", "compressed"})
+      if (!d.getAs<IntegerAttr>(key))
+        return op->emitOpError("'")
+               << name << "' needs an integer '" << key << "'";
+    if (!d.getAs<FloatAttr>("sz_ratio"))
+      return op->emitOpError("'") << name << "' needs a float 'sz_ratio'";
+    auto names = d.getAs<ArrayAttr>("not_selected");
+    if (!names || !llvm::all_of(names, llvm::IsaPred<StringAttr>))
+      return op->emitOpError("'")
+             << name << "' needs 'not_selected', an array of strings";
+    return success();
+  }
   return op->emitOpError("unknown comet attribute '") << name << "'";
 }
 

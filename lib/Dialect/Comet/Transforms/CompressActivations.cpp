@@ -645,6 +645,17 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
     for (unsigned i = 0; i < plans.size(); ++i)
       selected.push_back(i);
   numNotSelected += plans.size() - selected.size();
+  // The candidates a budget leaves raw, for the comet.budget record.
+  SmallVector<Attribute> notSelected;
+  if (policy == CompressPolicy::Budget)
+    for (unsigned i = 0, j = 0; i < plans.size(); ++i) {
+      if (j < selected.size() && selected[j] == i) {
+        ++j;
+        continue;
+      }
+      notSelected.push_back(StringAttr::get(
+          func->getContext(), la.getValue(plans[i].cand.valueId).name));
+    }
 
   // Bounds and slots, in definition order of the selected values.
   SmallVector<Plan *> toRewrite;
@@ -725,6 +736,18 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
     ActivationLiveness after(func);
     after.setOptions(opts);
     int64_t peak = after.getTimeline().peak;
+    // What was chosen and why, for the Engine's report.
+    MLIRContext *ctx = func->getContext();
+    Builder b(ctx);
+    func->setAttr(
+        CometDialect::kBudgetAttrName,
+        b.getDictionaryAttr(
+            {b.getNamedAttr("bytes", b.getI64IntegerAttr(memoryBudget)),
+             b.getNamedAttr("predicted_peak", b.getI64IntegerAttr(peak)),
+             b.getNamedAttr("sz_ratio", b.getF64FloatAttr(szRatio)),
+             b.getNamedAttr("compressed",
+                            b.getI64IntegerAttr(toRewrite.size())),
+             b.getNamedAttr("not_selected", b.getArrayAttr(notSelected))}));
     if (!reachable || peak > memoryBudget)
       func.emitWarning() << "memory-budget of "
                          << static_cast<int64_t>(memoryBudget)

@@ -133,6 +133,26 @@ struct SiteStats {
   std::vector<SlotConsumer> consumers; ///< lossy slots only
 };
 
+/// Optimizer state buffers per trainable parameter: AdamW's two moments,
+/// the built-in SGD's velocity, none for SGDOptimizerV2.
+int optimizerStatesPerParameter(const std::string &kind);
+
+/// What a memory budget chose when the graph was compiled: the
+/// comet.budget record of compress-activations, in whole-step terms.
+struct BudgetChoice {
+  /// The whole-step budget; 0: none was given.
+  int64_t bytes = 0;
+  /// Of it, what the training graph's tensors may use: the budget less the
+  /// optimizer state, which the graph does not see.
+  int64_t graphBytes = 0;
+  /// The whole-step peak predicted when compiling, at the assumed sz ratio.
+  int64_t predictedPeakBytes = 0;
+  double assumedSzRatio = 0;
+  /// Values compressed, and the candidates left raw (by name).
+  int64_t compressed = 0;
+  std::vector<std::string> notSelected;
+};
+
 struct EngineStats {
   std::vector<CategoryBytes> categories;
   /// The allocator's peak over all categories since the last resetPeaks().
@@ -153,6 +173,7 @@ struct EngineStats {
   /// Activation (+ compressed) bytes the analysis predicts at its peak.
   int64_t predictedActivationBytesAtPeak = 0;
   std::vector<SiteStats> sites;
+  BudgetChoice budget;
   int64_t steps = 0;
   /// Tensor bytes after each op of the training graph, as predicted.
   std::vector<int64_t> predictedTimeline;
@@ -183,6 +204,7 @@ struct MemoryPrediction {
   /// With compression off: the bytes compress-activations would store
   /// compressed (the baseline's side of the activation comparison).
   int64_t candidateBytes = 0;
+  BudgetChoice budget;
 };
 
 /// A parameter's initial value as a weights source holds it.

@@ -258,13 +258,17 @@ func.func @maxpool_indices(%x: tensor<2x2x4x4xf32> {onnx.name = "input"}) -> (te
 // CHECK-LABEL: func.func @budget
 // CHECK-COUNT-3: = comet.compress
 
+// The record of the choice: the budget, the predicted peak after the
+// rewrite, the assumed sz ratio, the count compressed, the candidates left.
 // BUDGET1-LABEL: func.func @budget
+// BUDGET1-SAME: comet.budget = {bytes = 14500 : i64, compressed = 1 : i64, not_selected = ["a", "c"], predicted_peak = {{[0-9]+}} : i64, sz_ratio = 8.0{{.*}} : f64}
 // BUDGET1-NOT: = comet.compress
 // BUDGET1: %[[B:.*]] = {{"?}}onnx.Relu{{"?}}(%arg1) {{.*}}loc("b")
 // BUDGET1-NEXT: comet.compress %[[B]]
 // BUDGET1-NOT: = comet.compress
 
 // BUDGET2-LABEL: func.func @budget
+// BUDGET2-SAME: compressed = 2 : i64, not_selected = ["a"]
 // BUDGET2-NOT: = comet.compress
 // BUDGET2: %[[B:.*]] = {{"?}}onnx.Relu{{"?}}(%arg1) {{.*}}loc("b")
 // BUDGET2-NEXT: comet.compress %[[B]]

@@ -24,7 +24,8 @@ def Comet_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
-  // comet.tune, comet.observe and comet.sites carry typed attributes.
+  // comet.tune, comet.observe, comet.sites and comet.budget carry typed
+  // attributes.
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// On a lossy comet.compress: its weight-gradient consumers, an array
@@ -34,6 +35,10 @@ def Comet_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kObserveAttrName = "comet.observe";
     /// On a lowered function: its compress sites, an array of #comet.site.
     static constexpr ::llvm::StringLiteral kSitesAttrName = "comet.sites";
+    /// On a function compressed under policy=budget: the budget, the
+    /// predicted peak, the assumed sz ratio, how many values were compressed
+    /// and the names of the candidates left raw.
+    static constexpr ::llvm::StringLiteral kBudgetAttrName = "comet.budget";
   }];
 }
 

@@ -250,7 +250,9 @@ def CometCompressActivations
     `policy=budget memory-budget=B` picks the fewest candidates that bring
     the predicted peak to at most B bytes (exact search up to 12 candidates,
     greedy on the peak step beyond); an unreachable budget compresses all
-    candidates and warns.
+    candidates and warns. The choice is recorded on the function as
+    `comet.budget = {bytes, compressed, not_selected, predicted_peak,
+    sz_ratio}`.
 
     Before:
     ```mlir
