@@ -383,15 +383,20 @@ Error Engine::compile(const EngineOptions &options) {
   auto budget = I.budgetOptions(*m, *optimizer);
   if (!budget)
     return budget.takeError();
-  if (options.compress != CompressMode::None) {
-    std::string extra = options.compressOptions;
-    if (!budget->empty())
-      extra += (extra.empty() ? "" : " ") + *budget;
-    if (Error e =
-            I.runPipeline(*m, "comet-compress-activations{batch-size=" + b +
-                                  (extra.empty() ? "" : " " + extra) + "}"))
-      return e;
-  }
+  // compress-activations at this batch, with the caller's options and
+  // any budget's.
+  std::string compressOpts = options.compressOptions;
+  if (!budget->empty())
+    compressOpts += (compressOpts.empty() ? "" : " ") + *budget;
+  std::string compress = "comet-compress-activations{batch-size=" + b +
+                         (compressOpts.empty() ? "" : " " + compressOpts) + "}";
+  // With compression off, what it would compress is measured on a copy of
+  // the specialized graph.
+  OwningOpRef<ModuleOp> probe;
+  if (options.compress == CompressMode::None)
+    probe = m->clone();
+  else if (Error e = I.runPipeline(*m, compress))
+    return e;
   // The analysis on the graph as it will be lowered (same op order).
   OwningOpRef<ModuleOp> analysisModule = m->clone();
   ActivationLiveness liveness(Impl::mainFunc(*analysisModule));
@@ -402,15 +407,7 @@ Error Engine::compile(const EngineOptions &options) {
   if (options.compress == CompressMode::None) {
     // What compress-activations would store compressed: the baseline's
     // side of the activation comparison.
-    OwningOpRef<ModuleOp> probe = I.source->clone();
-    if (Error e = I.runPipeline(*probe, specialize))
-      return e;
-    if (Error e =
-            I.runPipeline(*probe, "comet-compress-activations{batch-size=" + b +
-                                      (options.compressOptions.empty()
-                                           ? std::string()
-                                           : " " + options.compressOptions) +
-                                      "}"))
+    if (Error e = I.runPipeline(*probe, compress))
       return e;
     ActivationLiveness pl(Impl::mainFunc(*probe));
     pl.setOptions(lo);

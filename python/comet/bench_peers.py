@@ -175,6 +175,16 @@ def default_torch_python():
     return str(ROOT / ".venv-export" / "bin" / "python")
 
 
+def add_tool_arguments(p: argparse.ArgumentParser) -> None:
+    """--comet-train and --torch-python, as bench_peers and the demo take
+    them (resolved by default_comet_train and default_torch_python)."""
+    p.add_argument("--comet-train", default=None,
+                   help="default $COMET_TRAIN or $COMET_BUILD_DIR/bin/comet-train")
+    p.add_argument("--torch-python", default=None,
+                   help="a Python with torch and torchvision (default "
+                   "$COMET_EXPORT_PYTHON or .venv-export/bin/python)")
+
+
 def default_comet_train():
     if os.environ.get("COMET_TRAIN"):
         return os.environ["COMET_TRAIN"]
@@ -584,11 +594,7 @@ def parse(argv):
                    help="folder for the exports, reports and figures")
     p.add_argument("--json", help="the JSON file (default OUT/bench_peers.json)")
     p.add_argument("--png", help="the figure (default OUT/bench_peers.png)")
-    p.add_argument("--comet-train", default=None,
-                   help="default $COMET_TRAIN or $COMET_BUILD_DIR/bin/comet-train")
-    p.add_argument("--torch-python", default=None,
-                   help="a Python with torch and torchvision (default "
-                   "$COMET_EXPORT_PYTHON or .venv-export/bin/python)")
+    add_tool_arguments(p)
     p.add_argument("--timeout", type=int, default=3600,
                    help="seconds per run (default 3600)")
     p.add_argument("--replot", metavar="JSON",

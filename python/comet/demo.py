@@ -133,11 +133,7 @@ def parse(argv):
     p.add_argument("--threads", type=int, default=2,
                    help="OMP_NUM_THREADS of every run (default 2)")
     p.add_argument("--out", default="out/demo")
-    p.add_argument("--comet-train", default=None,
-                   help="default $COMET_TRAIN or $COMET_BUILD_DIR/bin/comet-train")
-    p.add_argument("--torch-python", default=None,
-                   help="a Python with torch and torchvision (default "
-                   "$COMET_EXPORT_PYTHON or .venv-export/bin/python)")
+    bench_peers.add_tool_arguments(p)
     a = p.parse_args(argv)
     if len(a.seeds) < 2 or len(set(a.seeds)) != len(a.seeds):
         p.error("--seeds: at least two different seeds (an interval needs two)")

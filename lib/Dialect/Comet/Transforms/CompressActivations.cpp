@@ -647,15 +647,15 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
   numNotSelected += plans.size() - selected.size();
   // The candidates a budget leaves raw, for the comet.budget record.
   SmallVector<Attribute> notSelected;
-  if (policy == CompressPolicy::Budget)
-    for (unsigned i = 0, j = 0; i < plans.size(); ++i) {
-      if (j < selected.size() && selected[j] == i) {
-        ++j;
-        continue;
-      }
-      notSelected.push_back(StringAttr::get(
-          func->getContext(), la.getValue(plans[i].cand.valueId).name));
-    }
+  if (policy == CompressPolicy::Budget) {
+    SmallVector<bool> isSelected(plans.size(), false);
+    for (unsigned i : selected)
+      isSelected[i] = true;
+    for (auto [i, p] : llvm::enumerate(plans))
+      if (!isSelected[i])
+        notSelected.push_back(StringAttr::get(
+            func->getContext(), la.getValue(p.cand.valueId).name));
+  }
 
   // Bounds and slots, in definition order of the selected values.
   SmallVector<Plan *> toRewrite;
