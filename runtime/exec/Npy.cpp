@@ -605,6 +605,8 @@ int32_t comet_rt_npy_parse(const void *bytes, size_t size, comet_rt_npy *out) {
 
 int32_t comet_rt_npy_to_f32(const comet_rt_npy *a, float *out) {
   COMET_RT_TRY(checkArray(a, out));
+  if (a->num_elements == 0)
+    return ok();
   const uint8_t *d = a->data;
   bool swap = a->big_endian;
   switch (a->type) {
@@ -665,6 +667,8 @@ int32_t comet_rt_npy_to_f32(const comet_rt_npy *a, float *out) {
 
 int32_t comet_rt_npy_to_i64(const comet_rt_npy *a, int64_t *out) {
   COMET_RT_TRY(checkArray(a, out));
+  if (a->num_elements == 0)
+    return ok();
   const uint8_t *d = a->data;
   bool swap = a->big_endian;
   switch (a->type) {
@@ -892,14 +896,15 @@ int32_t comet_rt_npz_read(comet_rt_npz *npz, const char *key,
   if (!npz || !key || !out)
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT, "npz: null argument");
   std::memset(out, 0, sizeof(*out));
+  // The exact name first, then key.npy, as numpy's NpzFile looks them up.
   std::string withSuffix = std::string(key) + ".npy";
   Member *m = nullptr;
   for (Member &c : npz->members)
-    if (c.name == withSuffix)
+    if (c.name == key)
       m = &c;
   if (!m)
     for (Member &c : npz->members)
-      if (c.name == key)
+      if (c.name == withSuffix)
         m = &c;
   if (!m) {
     std::string names;
