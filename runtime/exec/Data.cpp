@@ -119,7 +119,7 @@ struct comet_rt_dataset {
   /// stream): a slice.
   int64_t first = 0;
   std::shared_ptr<DatasetStorage> storage;
-  std::string description;
+  std::string description, dataName, labelsName;
 
   void setImageShape(int64_t c_, int64_t h_, int64_t w_) {
     c = c_;
@@ -352,6 +352,8 @@ int32_t makeArrayDataset(const comet_rt_npy &data, const std::string &dataName,
   ds->vocab = vocab;
   ds->numClasses = numClasses;
   ds->labelsPerSample = perSample;
+  ds->dataName = dataName;
+  ds->labelsName = labelsName;
   ds->description =
       concat(dataName, " (", comet_rt_npy_type_name(data.type), " ",
              dimsStr(data), ") and ", labelsName, " (",
@@ -500,8 +502,9 @@ int32_t comet_rt_dataset_open_arrays(const char *dataPath, const char *dataKey,
   COMET_RT_TRY(data.open(dataPath, dataKey, "x"));
   if (!labelsPath && !data.npz)
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                concat(dataPath, " is an .npy file: the labels need a file "
-                                 "of their own"));
+                concat(dataPath, " is an .npy file, which holds one "
+                                 "array: the labels need a file of their "
+                                 "own"));
   COMET_RT_TRY(labels.open(labelsPath ? labelsPath : dataPath, labelsKey, "y"));
   return makeArrayDataset(data.array, data.name, labels.array, labels.name,
                           tokens != 0, numClasses, vocab, out);
@@ -641,6 +644,13 @@ void comet_rt_dataset_sample_dims(const comet_rt_dataset *ds, int64_t *dims) {
     return;
   for (size_t i = 0; i < ds->sampleDims.size(); ++i)
     dims[i] = ds->sampleDims[i];
+}
+
+const char *comet_rt_dataset_array_name(const comet_rt_dataset *ds,
+                                        int32_t which) {
+  if (!ds)
+    return "";
+  return which ? ds->labelsName.c_str() : ds->dataName.c_str();
 }
 
 const char *comet_rt_dataset_description(const comet_rt_dataset *ds) {

@@ -784,7 +784,8 @@ TEST(ArrayDataset, ErrorsNameTheFileAndWhatIsWrong) {
        x + " has 2 samples but " + y3 + " has 3 (shape 3)"},
       {x, "", y, "", 0, 1, I, y + ": label 1 at sample 0 is not in [0, 1)"},
       {x, "", "", "", 0, 0, I,
-       x + " is an .npy file: the labels need a file of their own"},
+       x + " is an .npy file, which holds one array: the labels need a file "
+           "of their own"},
       {x, "x", y, "", 0, 0, I,
        x + " is an .npy file, not an .npz archive: it has no member 'x'"},
       {npz, "images", "", "", 0, 0, I,

@@ -104,7 +104,7 @@ COMET_RT_API int64_t comet_rt_npz_num_members(const comet_rt_npz *npz);
 /* The name of member index ("x.npy"); NULL out of range. */
 COMET_RT_API const char *comet_rt_npz_member_name(const comet_rt_npz *npz,
                                                   int64_t index);
-/* Parses the member of key: "key.npy", or the exact name. A deflated
+/* Parses the member of key: the exact name, else "key.npy". A deflated
  * member is inflated into memory the handle owns; either way its CRC-32 is
  * checked. out->data stays valid until the handle is freed. A missing key
  * is an error that lists the members. */
@@ -192,6 +192,11 @@ COMET_RT_API int32_t comet_rt_dataset_slice(const comet_rt_dataset *ds,
 COMET_RT_API int32_t comet_rt_dataset_sample_rank(const comet_rt_dataset *ds);
 COMET_RT_API void comet_rt_dataset_sample_dims(const comet_rt_dataset *ds,
                                                int64_t *dims);
+/* The name of the data (which = 0) or labels (1) array of a dataset from
+ * arrays, as its errors name it: the path, and the key in brackets for an
+ * archive's member ("d.npz[x]"); "" for the other datasets. */
+COMET_RT_API const char *comet_rt_dataset_array_name(const comet_rt_dataset *ds,
+                                                     int32_t which);
 /* What the dataset was read from: for arrays the files (and members), the
  * type in the file and the shape, e.g. "x.npy (uint8 60000x1x28x28) and
  * y.npy (int64 60000)"; "" for the synthetic sources. */
