@@ -81,13 +81,22 @@ static cl::opt<std::string> testData(
 static cl::opt<std::string>
     testLabels("test-labels", cl::desc("Evaluation labels (.npy or .npz)"),
                cl::value_desc("Y.npy|L.npz"), cl::init(""), cl::cat(cat));
-static cl::opt<std::string>
-    dataKey("data-key", cl::desc("The samples' member of an .npz (default x)"),
-            cl::init(""), cl::cat(cat));
-static cl::opt<std::string>
-    labelsKey("labels-key",
-              cl::desc("The labels' member of an .npz (default y)"),
-              cl::init(""), cl::cat(cat));
+static cl::opt<std::string> dataKey(
+    "data-key",
+    cl::desc("The training samples' member of an .npz (default x)"),
+    cl::init(""), cl::cat(cat));
+static cl::opt<std::string> labelsKey(
+    "labels-key",
+    cl::desc("The training labels' member of an .npz (default y)"),
+    cl::init(""), cl::cat(cat));
+static cl::opt<std::string> testDataKey(
+    "test-data-key",
+    cl::desc("The evaluation samples' member of an .npz (default x)"),
+    cl::init(""), cl::cat(cat));
+static cl::opt<std::string> testLabelsKey(
+    "test-labels-key",
+    cl::desc("The evaluation labels' member of an .npz (default y)"),
+    cl::init(""), cl::cat(cat));
 static cl::opt<double> validationSplit(
     "validation-split",
     cl::desc("Hold out the last fraction F of the training samples and "
@@ -233,13 +242,15 @@ static std::string arrayOptions(comet::DataOptions &opts) {
       return "--" + o->ArgStr.str() +
              " does not apply to --train-data: it is for --data " +
              (o == &dataDir ? "fashion-mnist" : "synthetic");
-  if (testLabels.getNumOccurrences() && testData.empty())
-    return "--test-labels needs --test-data";
+  for (cl::Option *o : std::initializer_list<cl::Option *>{
+           &testLabels, &testDataKey, &testLabelsKey})
+    if (o->getNumOccurrences() && testData.empty())
+      return "--" + o->ArgStr.str() + " needs --test-data";
   if (!arrays)
     return "";
   dataSource = DataSource::Arrays;
   opts.trainArrays = {trainData, trainLabels, dataKey, labelsKey};
-  opts.testArrays = {testData, testLabels, dataKey, labelsKey};
+  opts.testArrays = {testData, testLabels, testDataKey, testLabelsKey};
   return "";
 }
 
