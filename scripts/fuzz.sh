@@ -31,7 +31,7 @@ if [ "${1:-}" = --ci ]; then
 elif [ $# -ge 1 ] && [[ $1 =~ ^[0-9]+$ ]]; then
   secs=$1
 else
-  sed -n '2,25p' "$0" >&2
+  sed -n '2,/^set -euo/{/^set -euo/!p}' "$0" >&2
   exit 2
 fi
 shift

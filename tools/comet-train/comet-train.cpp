@@ -81,14 +81,14 @@ static cl::opt<std::string> testData(
 static cl::opt<std::string>
     testLabels("test-labels", cl::desc("Evaluation labels (.npy or .npz)"),
                cl::value_desc("Y.npy|L.npz"), cl::init(""), cl::cat(cat));
-static cl::opt<std::string> dataKey(
-    "data-key",
-    cl::desc("The training samples' member of an .npz (default x)"),
-    cl::init(""), cl::cat(cat));
-static cl::opt<std::string> labelsKey(
-    "labels-key",
-    cl::desc("The training labels' member of an .npz (default y)"),
-    cl::init(""), cl::cat(cat));
+static cl::opt<std::string>
+    dataKey("data-key",
+            cl::desc("The training samples' member of an .npz (default x)"),
+            cl::init(""), cl::cat(cat));
+static cl::opt<std::string>
+    labelsKey("labels-key",
+              cl::desc("The training labels' member of an .npz (default y)"),
+              cl::init(""), cl::cat(cat));
 static cl::opt<std::string> testDataKey(
     "test-data-key",
     cl::desc("The evaluation samples' member of an .npz (default x)"),
