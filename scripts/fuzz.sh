@@ -6,6 +6,7 @@
 #   codec-decode     the codec decoders (comet_rt_codec_decompress)
 #   codec-roundtrip  compress then decompress of arbitrary arrays
 #   idx-parse        the IDX dataset parser (comet_rt_idx_parse)
+#   npy-parse        the .npy/.npz readers and datasets from arrays
 #   import           the ONNX importer (protobuf reader, import, inference)
 #   checkpoint       the ONNX Runtime checkpoint reader (FlatBuffers)
 # Each first runs its regression inputs (test/fuzz*/regressions/...) once,
@@ -30,13 +31,13 @@ if [ "${1:-}" = --ci ]; then
 elif [ $# -ge 1 ] && [[ $1 =~ ^[0-9]+$ ]]; then
   secs=$1
 else
-  sed -n '2,25p' "$0" >&2
+  sed -n '2,/^set -euo/{/^set -euo/!p}' "$0" >&2
   exit 2
 fi
 shift
 names=("$@")
 [ ${#names[@]} -gt 0 ] ||
-  names=(codec-decode codec-roundtrip idx-parse import checkpoint)
+  names=(codec-decode codec-roundtrip idx-parse npy-parse import checkpoint)
 san=${COMET_SAN_BUILD:-$root/build-san}
 imp=${COMET_FUZZ_IMPORT_BUILD:-$root/build-fuzz-import}
 out=${COMET_FUZZ_OUT:-$root/build-fuzz-out}
@@ -51,6 +52,7 @@ ci_runs() {
   codec-decode) echo 400000 ;;
   codec-roundtrip) echo 300000 ;;
   idx-parse) echo 3000000 ;;
+  npy-parse) echo 2000000 ;;
   import) echo 40000 ;;
   checkpoint) echo 1000000 ;;
   esac
@@ -59,7 +61,7 @@ ci_runs() {
 need_san=0 need_imp=0 imp_targets=()
 for n in "${names[@]}"; do
   case $n in
-  codec-decode | codec-roundtrip | idx-parse) need_san=1 ;;
+  codec-decode | codec-roundtrip | idx-parse | npy-parse) need_san=1 ;;
   import) need_imp=1 imp_targets+=(fuzz_import) ;;
   checkpoint) need_imp=1 imp_targets+=(fuzz_checkpoint) ;;
   *) echo "fuzz.sh: unknown fuzzer '$n'" >&2; exit 2 ;;
@@ -68,7 +70,7 @@ done
 if [ $need_san = 1 ]; then
   "$root/scripts/configure-san.sh" "$san" >/dev/null
   cmake --build "$san" -j "$jobs" --target codec-decode-fuzzer \
-    codec-roundtrip-fuzzer idx-parse-fuzzer
+    codec-roundtrip-fuzzer idx-parse-fuzzer npy-parse-fuzzer
 fi
 if [ $need_imp = 1 ]; then
   if [ ! -f "$imp/CMakeCache.txt" ]; then
@@ -94,6 +96,10 @@ for n in "${names[@]}"; do
     bin=$san/fuzz-rt/idx-parse-fuzzer
     seeds=("$root/test/fuzz-rt/corpus/idx")
     regs=("$root"/test/fuzz-rt/regressions/*) ;;
+  npy-parse)
+    bin=$san/fuzz-rt/npy-parse-fuzzer
+    seeds=("$root/test/fuzz-rt/corpus/npy")
+    regs=("$root"/test/fuzz-rt/regressions-npy/*) ;;
   import)
     bin=$imp/fuzz_import
     # The lit inputs and the generate_artifacts fixtures (training, eval,

@@ -3,8 +3,8 @@
 # Configures (once, scripts/configure-san.sh) and builds a clang-22
 # runtime-only tree with ASan and UBSan and the libFuzzer targets, runs its
 # ctest, then runs the runtime fuzzers (codec decoders, codec round trip,
-# IDX parser) through `scripts/fuzz.sh --ci`: a fixed seed and a fixed
-# number of executions, so every run gives the same result.
+# IDX parser, .npy/.npz readers) through `scripts/fuzz.sh --ci`: a fixed
+# seed and a fixed number of executions, so every run gives the same result.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build-san}
@@ -18,6 +18,6 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 (cd "$build" && ctest --output-on-failure -j "$jobs") || status=1
 COMET_SAN_BUILD=$build COMET_FUZZ_OUT=$build/fuzz-out \
-  "$root/scripts/fuzz.sh" --ci codec-decode codec-roundtrip idx-parse ||
+  "$root/scripts/fuzz.sh" --ci codec-decode codec-roundtrip idx-parse npy-parse ||
   status=1
 exit $status

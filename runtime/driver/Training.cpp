@@ -9,10 +9,12 @@
 #include "comet/runtime/handles.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <unistd.h>
 
@@ -24,12 +26,37 @@ TrainingData::~TrainingData() {
   comet_rt_dataset_free(train);
 }
 
+/// A double as %g writes it.
+static std::string numberStr(double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
 std::string TrainingData::open(const DataOptions &options) {
   opts = options;
-  int32_t rc;
-  if (opts.source == "fashion-mnist") {
+  double split = opts.validationSplit;
+  if (!(split >= 0 && split < 1))
+    return "--validation-split must be in [0, 1), not " + numberStr(split);
+  if (split > 0 && !opts.testArrays.data.empty())
+    return "--validation-split and --test-data both give the evaluation "
+           "samples: use one";
+  // The split's held-out samples are the test set: no test split is read.
+  bool testSplit = opts.wantEval && split == 0;
+  int32_t rc = 0;
+  if (opts.source == "arrays") {
+    // Read in makeLoader(), which knows the element type; a file that is
+    // not there is worth knowing before the model compiles.
+    if (opts.trainArrays.data.empty())
+      return "--data arrays needs --train-data";
+    for (const std::string *f :
+         {&opts.trainArrays.data, &opts.trainArrays.labels,
+          &opts.testArrays.data, &opts.testArrays.labels})
+      if (!f->empty() && access(f->c_str(), R_OK) != 0)
+        return "cannot read " + *f + ": " + std::strerror(errno);
+  } else if (opts.source == "fashion-mnist") {
     rc = comet_rt_dataset_open_fashion_mnist(opts.dataDir.c_str(), 1, &train);
-    if (rc == 0 && opts.wantEval)
+    if (rc == 0 && testSplit)
       rc = comet_rt_dataset_open_fashion_mnist(opts.dataDir.c_str(), 0, &test);
   } else if (opts.source == "synthetic") {
     int64_t c = 1, h = 28, w = 28;
@@ -39,7 +66,7 @@ std::string TrainingData::open(const DataOptions &options) {
       return "--synthetic-shape must be CxHxW";
     rc = comet_rt_dataset_synthetic(opts.syntheticSize, c, h, w, 10, opts.seed,
                                     &train);
-    if (rc == 0 && opts.wantEval)
+    if (rc == 0 && testSplit)
       rc = comet_rt_dataset_synthetic(1000, c, h, w, 10, opts.seed + 1, &test);
   } else {
     return "unknown data source '" + opts.source + "'";
@@ -64,9 +91,10 @@ std::string TrainingData::openTokens(const Trainer &trainer) {
   const std::vector<int64_t> &sample = trainer.sampleShape();
   if (opts.source != "synthetic")
     return "the model's data input takes int64 token ids [" +
-           shapeStr(sample.data(), sample.size()) +
-           " per sample]; the " + opts.source +
-           " data are images: use --data synthetic";
+           shapeStr(sample.data(), sample.size()) + " per sample]; the " +
+           opts.source +
+           " data are images: use --data synthetic or token arrays "
+           "(--train-data)";
   if (!opts.syntheticShape.empty())
     return "--synthetic-shape gives image samples; the model's data are "
            "int64 token ids, sequences of its own length";
@@ -85,7 +113,7 @@ std::string TrainingData::openTokens(const Trainer &trainer) {
   int32_t rc = comet_rt_dataset_synthetic_tokens(
       opts.syntheticSize, sample[0], trainer.dataRange(), perSampleLabels,
       trainer.numClasses(), opts.seed, &train);
-  if (rc == 0 && opts.wantEval)
+  if (rc == 0 && opts.wantEval && opts.validationSplit == 0)
     rc = comet_rt_dataset_synthetic_tokens(
         1000, sample[0], trainer.dataRange(), perSampleLabels,
         trainer.numClasses(), opts.seed + 1, &test);
@@ -97,10 +125,135 @@ std::string TrainingData::openTokens(const Trainer &trainer) {
   return "";
 }
 
+/// Checks that the samples of a dataset from arrays have the model's
+/// sample shape, and its labels the model's count per sample.
+static std::string checkArrays(const Trainer &trainer,
+                               const comet_rt_dataset *ds) {
+  const std::vector<int64_t> &want = trainer.sampleShape();
+  std::vector<int64_t> got(comet_rt_dataset_sample_rank(ds));
+  comet_rt_dataset_sample_dims(ds, got.data());
+  std::string name = comet_rt_dataset_array_name(ds, 0);
+  std::string array = std::to_string(comet_rt_dataset_size(ds));
+  for (int64_t d : got)
+    array += "x" + std::to_string(d);
+  std::string head = name + ": samples of " + shapeStr(got.data(), got.size()) +
+                     " (the array is " + array +
+                     ") but the model's input takes " +
+                     shapeStr(want.data(), want.size()) + " per sample";
+  if (got.size() != want.size()) {
+    std::string e =
+        head + ": the array must be N x " + shapeStr(want.data(), want.size());
+    int64_t n = 1, m = 1;
+    for (int64_t d : got)
+      n *= d;
+    for (int64_t d : want)
+      m *= d;
+    if (n == m) {
+      e += " (numpy: x.reshape(-1";
+      for (int64_t d : want)
+        e += ", " + std::to_string(d);
+      e += "))";
+    }
+    return e;
+  }
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i])
+      return head + ": dim " + std::to_string(i + 1) + " of the array is " +
+             std::to_string(got[i]) + ", expected " + std::to_string(want[i]);
+  int64_t labels = comet_rt_dataset_labels_per_sample(ds);
+  if (labels != trainer.labelsPerSample())
+    return std::string(comet_rt_dataset_array_name(ds, 1)) + ": " +
+           std::to_string(labels) + " label" + (labels == 1 ? "" : "s") +
+           " per sample but the model takes " +
+           std::to_string(trainer.labelsPerSample()) +
+           " per sample: the array must be " +
+           (trainer.labelsPerSample() == 1
+                ? std::string("N")
+                : "N x " + std::to_string(trainer.labelsPerSample()));
+  return "";
+}
+
+/// The user's arrays, read as the model's element type.
+std::string TrainingData::openArrays(const Trainer &trainer) {
+  tokens = trainer.dataElemBytes() == 8;
+  comet_rt_alloc_stats before, after;
+  comet_rt_alloc_get_stats(nullptr, &before);
+  for (auto [files, ds] : {std::pair{&opts.trainArrays, &train},
+                           std::pair{&opts.testArrays, &test}}) {
+    if (files->data.empty() || (ds == &test && !opts.wantEval))
+      continue;
+    auto key = [](const std::string &k) {
+      return k.empty() ? nullptr : k.c_str();
+    };
+    if (comet_rt_dataset_open_arrays(
+            files->data.c_str(), key(files->dataKey),
+            files->labels.empty() ? nullptr : files->labels.c_str(),
+            key(files->labelsKey), tokens, trainer.numClasses(),
+            tokens ? trainer.dataRange() : 0, ds) != 0)
+      return std::string("cannot load the ") +
+             (ds == &train ? "training" : "test") +
+             " arrays: " + comet_rt_last_error();
+    if (std::string e = checkArrays(trainer, *ds); !e.empty())
+      return e;
+  }
+  comet_rt_alloc_get_stats(nullptr, &after);
+  bytes += after.current_total - before.current_total;
+  trainFiles = comet_rt_dataset_description(train);
+  if (test)
+    testFiles = comet_rt_dataset_description(test);
+  return "";
+}
+
+/// The last round(F * N) training samples become the test set.
+std::string TrainingData::splitValidation() {
+  double f = opts.validationSplit;
+  if (f == 0)
+    return "";
+  int64_t n = comet_rt_dataset_size(train);
+  int64_t held = std::llround(f * double(n));
+  if (held < 1 || held >= n)
+    return "--validation-split " + numberStr(f) + " of " + std::to_string(n) +
+           " training samples holds out " + std::to_string(held) +
+           ": both the training and the held-out part need a sample";
+  comet_rt_dataset *kept = nullptr, *out = nullptr;
+  if (comet_rt_dataset_slice(train, 0, n - held, &kept) != 0 ||
+      comet_rt_dataset_slice(train, n - held, held, &out) != 0) {
+    comet_rt_dataset_free(kept);
+    return std::string("cannot split the training set: ") +
+           comet_rt_last_error();
+  }
+  comet_rt_dataset_free(train);
+  comet_rt_dataset_free(test);
+  train = kept;
+  test = out;
+  splitFrom = n;
+  heldOut = held;
+  return "";
+}
+
+std::string TrainingData::description() const {
+  std::string d = opts.source;
+  if (opts.source == "arrays") {
+    d += ": train " + trainFiles;
+    if (!testFiles.empty() && heldOut == 0)
+      d += "; test " + testFiles;
+  }
+  if (heldOut > 0)
+    d += "; validation: the last " + std::to_string(heldOut) + " of " +
+         std::to_string(splitFrom) + " training samples";
+  return d;
+}
+
 std::string TrainingData::makeLoader(const Trainer &trainer) {
   const std::vector<int64_t> &sample = trainer.sampleShape();
   perSampleLabels = trainer.labelsPerSample();
-  if (trainer.dataElemBytes() == 8) {
+  if (opts.source == "arrays") {
+    if (std::string e = openArrays(trainer); !e.empty())
+      return e;
+    perSample = 1;
+    for (int64_t d : sample)
+      perSample *= d;
+  } else if (trainer.dataElemBytes() == 8) {
     if (std::string e = openTokens(trainer); !e.empty())
       return e;
   } else {
@@ -117,6 +270,8 @@ std::string TrainingData::makeLoader(const Trainer &trainer) {
              " data have one per image";
     perSample = ds[0] * ds[1] * ds[2];
   }
+  if (std::string e = splitValidation(); !e.empty())
+    return e;
   batch = trainer.batchSize();
   if (comet_rt_loader_create(train, batch, /*shuffle=*/1, opts.seed,
                              /*drop_last=*/1, &loader) != 0)
@@ -165,7 +320,7 @@ const TrainingData::TestSamples &TrainingData::testSamples(int64_t limit) {
   testCache.images.resize(n * perSample);
   for (int64_t i = 0; i < n; ++i)
     comet_rt_dataset_get(test, i, testCache.images.data() + i * perSample,
-                         testCache.labels.data() + i);
+                         testCache.labels.data() + i * perSampleLabels);
   return testCache;
 }
 

@@ -1,7 +1,8 @@
 //===- comet-train.cpp - Train an ONNX Runtime training graph with COMET --===//
 //
 //   comet-train ARTIFACT_DIR|training_model.onnx [--optimizer OPT.onnx]
-//       [--data fashion-mnist|synthetic] [--epochs E] [--batch B]
+//       [--data fashion-mnist|synthetic|arrays] [--epochs E] [--batch B]
+//       [--train-data X.npy|D.npz [--train-labels Y.npy] [--test-data ...]]
 //       [--compress none|static|adaptive] [--device cpu|cuda]
 //       [--report OUT.json] [--max-steps N]
 //
@@ -36,7 +37,7 @@ static cl::OptionCategory cat("comet-train options");
 static comet::EngineFlags engineFlags(cat);
 static cl::opt<comet::CompressMode> &compress = engineFlags.compress;
 static cl::opt<int64_t> &batch = engineFlags.batch;
-enum class DataSource { FashionMnist, Synthetic };
+enum class DataSource { FashionMnist, Synthetic, Arrays };
 enum class Device { Cpu, Cuda };
 static cl::opt<std::string>
     modelPath(cl::Positional, cl::Required,
@@ -47,7 +48,10 @@ static cl::opt<DataSource>
                cl::values(clEnumValN(DataSource::FashionMnist, "fashion-mnist",
                                      "Fashion-MNIST from --data-dir"),
                           clEnumValN(DataSource::Synthetic, "synthetic",
-                                     "seeded synthetic samples")),
+                                     "seeded synthetic samples"),
+                          clEnumValN(DataSource::Arrays, "arrays",
+                                     "the --train-data arrays (implied by "
+                                     "--train-data)")),
                cl::init(DataSource::FashionMnist), cl::cat(cat));
 static cl::opt<std::string>
     dataDir("data-dir", cl::desc("Directory of the Fashion-MNIST IDX files"),
@@ -59,6 +63,45 @@ static cl::opt<std::string> syntheticShape(
 static cl::opt<int64_t> syntheticSize("synthetic-size",
                                       cl::desc("Synthetic training samples"),
                                       cl::init(6400), cl::cat(cat));
+// The user's arrays (docs/execution.md, "Training on your own arrays").
+static cl::opt<std::string> trainData(
+    "train-data",
+    cl::desc("Training samples: an .npy file (labels in --train-labels) or "
+             "an .npz archive (samples in member --data-key, labels in "
+             "--labels-key unless --train-labels)"),
+    cl::value_desc("X.npy|D.npz"), cl::init(""), cl::cat(cat));
+static cl::opt<std::string>
+    trainLabels("train-labels", cl::desc("Training labels (.npy or .npz)"),
+                cl::value_desc("Y.npy|L.npz"), cl::init(""), cl::cat(cat));
+static cl::opt<std::string> testData(
+    "test-data",
+    cl::desc("Evaluation samples, as --train-data (default: no evaluation "
+             "for arrays)"),
+    cl::value_desc("X.npy|D.npz"), cl::init(""), cl::cat(cat));
+static cl::opt<std::string>
+    testLabels("test-labels", cl::desc("Evaluation labels (.npy or .npz)"),
+               cl::value_desc("Y.npy|L.npz"), cl::init(""), cl::cat(cat));
+static cl::opt<std::string>
+    dataKey("data-key",
+            cl::desc("The training samples' member of an .npz (default x)"),
+            cl::init(""), cl::cat(cat));
+static cl::opt<std::string>
+    labelsKey("labels-key",
+              cl::desc("The training labels' member of an .npz (default y)"),
+              cl::init(""), cl::cat(cat));
+static cl::opt<std::string> testDataKey(
+    "test-data-key",
+    cl::desc("The evaluation samples' member of an .npz (default x)"),
+    cl::init(""), cl::cat(cat));
+static cl::opt<std::string> testLabelsKey(
+    "test-labels-key",
+    cl::desc("The evaluation labels' member of an .npz (default y)"),
+    cl::init(""), cl::cat(cat));
+static cl::opt<double> validationSplit(
+    "validation-split",
+    cl::desc("Hold out the last fraction F of the training samples and "
+             "evaluate on them instead of a test set"),
+    cl::value_desc("F"), cl::init(0), cl::cat(cat));
 static cl::opt<int64_t> epochs("epochs", cl::desc("Epochs"), cl::init(1),
                                cl::cat(cat));
 static cl::opt<Device>
@@ -176,6 +219,39 @@ static int fail(const Twine &msg) {
 static int fail(Error e) {
   std::string s = toString(std::move(e));
   return fail(s);
+}
+
+/// The array flags into opts; an error for flags that conflict or lack
+/// what they apply to.
+static std::string arrayOptions(comet::DataOptions &opts) {
+  bool arrays = !trainData.empty();
+  if (arrays && dataSource.getNumOccurrences() &&
+      dataSource != DataSource::Arrays)
+    return "--data " + comet::wordOf(dataSource) +
+           " conflicts with --train-data: the training samples are the "
+           "arrays (leave --data out)";
+  if (!arrays && dataSource == DataSource::Arrays)
+    return "--data arrays needs --train-data";
+  for (cl::Option *o : std::initializer_list<cl::Option *>{
+           &trainLabels, &testData, &testLabels, &dataKey, &labelsKey})
+    if (!arrays && o->getNumOccurrences())
+      return "--" + o->ArgStr.str() + " needs --train-data";
+  for (cl::Option *o : std::initializer_list<cl::Option *>{
+           &dataDir, &syntheticShape, &syntheticSize})
+    if (arrays && o->getNumOccurrences())
+      return "--" + o->ArgStr.str() +
+             " does not apply to --train-data: it is for --data " +
+             (o == &dataDir ? "fashion-mnist" : "synthetic");
+  for (cl::Option *o : std::initializer_list<cl::Option *>{
+           &testLabels, &testDataKey, &testLabelsKey})
+    if (o->getNumOccurrences() && testData.empty())
+      return "--" + o->ArgStr.str() + " needs --test-data";
+  if (!arrays)
+    return "";
+  dataSource = DataSource::Arrays;
+  opts.trainArrays = {trainData, trainLabels, dataKey, labelsKey};
+  opts.testArrays = {testData, testLabels, testDataKey, testLabelsKey};
+  return "";
 }
 
 static bool readRaw(StringRef path, void *dst, size_t bytes, std::string &err) {
@@ -318,12 +394,15 @@ int main(int argc, char **argv) {
   // context and the engine counts its memory in its own.
   comet::TrainingData data;
   comet::DataOptions dataOpts;
+  if (std::string why = arrayOptions(dataOpts); !why.empty())
+    return fail(why);
   dataOpts.source = comet::wordOf(dataSource);
   dataOpts.dataDir = dataDir;
   dataOpts.syntheticShape = syntheticShape;
   dataOpts.syntheticSize = syntheticSize;
   dataOpts.seed = seed;
   dataOpts.wantEval = dumpGrads.empty() && evalSamples >= 0;
+  dataOpts.validationSplit = validationSplit;
   if (dumpGrads.empty())
     if (std::string e = data.open(dataOpts); !e.empty())
       return fail(e);
@@ -481,7 +560,7 @@ int main(int argc, char **argv) {
     info.optimizer = engine.optimizerName();
     info.learningRate = engine.learningRate();
     info.artifacts = files;
-    info.data = comet::wordOf(dataSource);
+    info.data = data.description();
     info.epochs = epochs;
     info.batch = batch;
     info.datasetBytes = data.datasetBytes();

@@ -1,7 +1,8 @@
 //===- comet/driver/Training.h - The training loop and report ---*- C++ -*-===//
 //
 // What comet-train and comet-run share around a comet::Trainer: the data
-// (Fashion-MNIST or synthetic, through the runtime's loader), the training
+// (Fashion-MNIST, the user's .npy/.npz arrays or synthetic, through the
+// runtime's loader), the training
 // loop with its progress line and bound history, the evaluation on the test
 // split, the summary and the JSON report (docs/execution.md). No MLIR or
 // LLVM. Errors are returned as a message; an empty string is success.
@@ -22,8 +23,18 @@
 
 namespace comet {
 
+/// The arrays of one split (source "arrays", docs/execution.md).
+struct ArrayFiles {
+  /// The samples: an .npy file or an .npz archive; empty: none.
+  std::string data;
+  /// The labels; empty: in data's archive.
+  std::string labels;
+  /// The members of an .npz; empty: x and y.
+  std::string dataKey, labelsKey;
+};
+
 struct DataOptions {
-  /// fashion-mnist | synthetic.
+  /// fashion-mnist | synthetic | arrays.
   std::string source = "fashion-mnist";
   std::string dataDir;
   /// CxHxW of synthetic samples; empty: 1x28x28.
@@ -32,6 +43,12 @@ struct DataOptions {
   uint64_t seed = 0;
   /// Open the test split too.
   bool wantEval = true;
+  /// source arrays: the training arrays and the test arrays (none when
+  /// testArrays.data is empty).
+  ArrayFiles trainArrays, testArrays;
+  /// Holds out the last round(F * N) training samples as the test set
+  /// (0: none), whatever the source.
+  double validationSplit = 0;
 };
 
 /// The training and test sets and the training loader.
@@ -42,15 +59,22 @@ public:
   ~TrainingData();
 
   /// Opens the datasets (in the default runtime context, so that a
-  /// trainer's memory figures leave them out).
+  /// trainer's memory figures leave them out). Arrays wait for
+  /// makeLoader(), which knows the element type the model takes.
   std::string open(const DataOptions &options);
   /// Checks the samples against the trainer's input and creates the
   /// shuffling loader (last partial batch dropped). A model whose data are
-  /// int64 token ids takes synthetic token sequences
+  /// int64 token ids takes token arrays, or synthetic token sequences
   /// (comet_rt_dataset_synthetic_tokens) of its sequence length, ids in
   /// [0, Trainer::dataRange()) and labelsPerSample() labels in
-  /// [0, Trainer::numClasses()); the image datasets do not fit it.
+  /// [0, Trainer::numClasses()); the image datasets do not fit it. Arrays
+  /// are read as float32 or int64 (the data input's type), their samples
+  /// must have the model's sample shape and labels per sample, and their
+  /// ids and labels the model's ranges where it has them.
   std::string makeLoader(const Trainer &trainer);
+  /// What was read, for the report's `data`: the source, the arrays'
+  /// files, types and shapes, the validation split.
+  std::string description() const;
   /// Fills a batch (samplesPerBatch() samples of sampleElements() elements
   /// of sampleBytes() each, and labelsPerSample() labels per sample);
   /// returns the samples written, 0 at the end of the epoch.
@@ -87,10 +111,16 @@ public:
 
 private:
   std::string openTokens(const Trainer &trainer);
+  std::string openArrays(const Trainer &trainer);
+  std::string splitValidation();
 
   DataOptions opts;
   int64_t bytes = 0, batch = 0, perSample = 0, perSampleLabels = 1;
   bool tokens = false;
+  /// With a validation split: the training samples before it, those held
+  /// out, and what they were read from.
+  int64_t splitFrom = 0, heldOut = 0;
+  std::string trainFiles, testFiles;
   TestSamples testCache;
   bool testRead = false;
 };
