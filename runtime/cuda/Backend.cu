@@ -1853,7 +1853,7 @@ int64_t compress(comet_rt_context *ctx, comet_rt_memref *xm, int32_t codec,
       codec, COMET_RT_DTYPE_F32, x.data, dims.data(),
       static_cast<uint32_t>(dims.size()), eb, scratch->get(), worst, &outSize,
       s.stream);
-  if (st != COMET_RT_OK) {
+  if (st != COMET_RT_SUCCESS) {
     handlesFail(static_cast<int32_t>(st),
                 concat(op, ": ", comet_rt_status_string(st)));
     return 0;
@@ -1911,7 +1911,7 @@ int32_t decompress(comet_rt_context *ctx, int64_t handle, comet_rt_memref *ym) {
       h->block, static_cast<size_t>(h->streamBytes), y.data,
       static_cast<size_t>(y.numel()) * sizeof(float), status.as<int32_t>(),
       s.stream);
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     return handlesFail(static_cast<int32_t>(st),
                        concat(op, ": ", comet_rt_status_string(st)));
   return COMET_RT_SUCCESS;

@@ -150,7 +150,7 @@ static int64_t compressF32(comet_rt_context *ctx, const float *data, int64_t n,
   size_t guess =
       prevOut > 0 ? std::min(worst, size_t(prevOut) * 5 / 4 + 4096) : worst;
   size_t outSize = 0;
-  comet_rt_status st = COMET_RT_ERR_BUFFER_TOO_SMALL;
+  comet_rt_status st = COMET_RT_ERROR_BUFFER_TOO_SMALL;
   void *scratch = nullptr;
   for (size_t cap : {guess, worst}) {
     scratch = comet_rt_alloc(ctx, cap, COMET_RT_MEM_WORKSPACE);
@@ -161,12 +161,12 @@ static int64_t compressF32(comet_rt_context *ctx, const float *data, int64_t n,
     st = comet_rt_codec_compress(codec, COMET_RT_DTYPE_F32, data, dims.data(),
                                  static_cast<uint32_t>(dims.size()), eb,
                                  scratch, cap, &outSize);
-    if (st != COMET_RT_ERR_BUFFER_TOO_SMALL || cap == worst)
+    if (st != COMET_RT_ERROR_BUFFER_TOO_SMALL || cap == worst)
       break;
     comet_rt_free(scratch);
     scratch = nullptr;
   }
-  if (st != COMET_RT_OK) {
+  if (st != COMET_RT_SUCCESS) {
     comet_rt_free(scratch);
     fail(static_cast<int32_t>(st),
          std::string("comet_rt_compress: ") + comet_rt_status_string(st));
@@ -259,7 +259,7 @@ int32_t comet_rt_cpu_decompress(comet_rt_context *, int64_t handle,
   comet_rt_status st =
       comet_rt_codec_decompress(hdr + 1, static_cast<size_t>(hdr->streamBytes),
                                 data, static_cast<size_t>(n) * sizeof(float));
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     return fail(static_cast<int32_t>(st), std::string("comet_rt_decompress: ") +
                                               comet_rt_status_string(st));
   return COMET_RT_SUCCESS;
@@ -286,7 +286,7 @@ static int32_t maskBits(const char *op, int64_t handle, comet_rt_memref *dym,
   size_t streamBytes = static_cast<size_t>(hdr->streamBytes);
   comet_rt_codec_info info;
   comet_rt_status st = comet_rt_codec_get_info(hdr + 1, streamBytes, &info);
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     return fail(static_cast<int32_t>(st),
                 name + ": " + comet_rt_status_string(st));
   uint64_t n = info.num_elements;

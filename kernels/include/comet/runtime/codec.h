@@ -1,11 +1,13 @@
 /*===- comet/runtime/codec.h - Error-bounded activation codec C ABI -------===*
  *
  * The byte format is specified in docs/codec-format.md. Every function
- * returns a comet_rt_status; none of them aborts on bad input.
+ * returns a comet_rt_status (status.h); none of them aborts on bad input.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef COMET_RUNTIME_CODEC_H
 #define COMET_RUNTIME_CODEC_H
+
+#include "comet/runtime/status.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,27 +15,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#if defined(_WIN32)
-#define COMET_RT_API
-#else
-#define COMET_RT_API __attribute__((visibility("default")))
-#endif
-
-typedef enum comet_rt_status {
-  COMET_RT_OK = 0,
-  /* A null pointer, an unknown codec/dtype, a bad eb or bad dims. */
-  COMET_RT_ERR_INVALID_ARGUMENT = 1,
-  /* The output buffer is smaller than needed (see the *_size functions). */
-  COMET_RT_ERR_BUFFER_TOO_SMALL = 2,
-  /* The stream is shorter than its header says. */
-  COMET_RT_ERR_TRUNCATED = 3,
-  /* The stream is not a COMET codec stream or is internally inconsistent. */
-  COMET_RT_ERR_CORRUPT = 4,
-  /* A valid stream of a version or feature this build does not know. */
-  COMET_RT_ERR_UNSUPPORTED = 5,
-  COMET_RT_ERR_OUT_OF_MEMORY = 6
-} comet_rt_status;
 
 typedef enum comet_rt_codec {
   COMET_RT_CODEC_RAW = 0,
@@ -67,12 +48,9 @@ typedef struct comet_rt_codec_info {
   uint64_t decompressed_bytes;
 } comet_rt_codec_info;
 
-/* A static description of a status, never null. */
-COMET_RT_API const char *comet_rt_status_string(comet_rt_status status);
-
 /* Codec and dtype arguments are ints holding comet_rt_codec and
  * comet_rt_dtype values, so that any value a caller passes is defined
- * behaviour and gets COMET_RT_ERR_INVALID_ARGUMENT. */
+ * behaviour and gets COMET_RT_ERROR_INVALID_ARGUMENT. */
 
 /* Size in bytes of one element of dtype (0 for an unknown dtype). */
 COMET_RT_API size_t comet_rt_dtype_size(int dtype);
@@ -111,7 +89,7 @@ typedef enum comet_rt_codec_isa {
 } comet_rt_codec_isa;
 
 /* Selects the encoder's instruction set for all threads (an int holding a
- * comet_rt_codec_isa); COMET_RT_ERR_UNSUPPORTED when the CPU lacks it. */
+ * comet_rt_codec_isa); COMET_RT_ERROR_UNSUPPORTED when the CPU lacks it. */
 COMET_RT_API comet_rt_status comet_rt_codec_set_isa(int isa);
 
 /* The instruction set the encoder uses now (never AUTO). */

@@ -26,7 +26,7 @@ typedef struct CUstream_st *comet_rt_cuda_stream;
 /* Returned when a CUDA call fails (no device, launch failure, ...); see
  * comet_rt_codec_cuda_last_error for the cudaError_t. Outside the range of
  * comet_rt_status so that it cannot collide with a future CPU status. */
-#define COMET_RT_ERR_CUDA ((comet_rt_status)64)
+#define COMET_RT_ERROR_CUDA ((comet_rt_status)64)
 
 /* The cudaError_t of the last CUDA failure on this host thread (0: none). */
 COMET_RT_API int comet_rt_codec_cuda_last_error(void);

@@ -1,4 +1,4 @@
-//===- Codec.cpp - C ABI of the activation codec --------------------------===//
+//===- CodecApi.cpp - C ABI of the activation codec -----------------------===//
 #include "comet/runtime/codec.h"
 #include "comet/kernels/cpu/Codec.h"
 
@@ -8,20 +8,24 @@ extern "C" {
 
 const char *comet_rt_status_string(comet_rt_status status) {
   switch (status) {
-  case COMET_RT_OK:
+  case COMET_RT_SUCCESS:
     return "ok";
-  case COMET_RT_ERR_INVALID_ARGUMENT:
+  case COMET_RT_ERROR_INVALID_ARGUMENT:
     return "invalid argument";
-  case COMET_RT_ERR_BUFFER_TOO_SMALL:
+  case COMET_RT_ERROR_BUFFER_TOO_SMALL:
     return "output buffer too small";
-  case COMET_RT_ERR_TRUNCATED:
+  case COMET_RT_ERROR_TRUNCATED:
     return "truncated stream";
-  case COMET_RT_ERR_CORRUPT:
+  case COMET_RT_ERROR_CORRUPT:
     return "corrupt stream";
-  case COMET_RT_ERR_UNSUPPORTED:
+  case COMET_RT_ERROR_UNSUPPORTED:
     return "unsupported stream version or feature";
-  case COMET_RT_ERR_OUT_OF_MEMORY:
+  case COMET_RT_ERROR_OUT_OF_MEMORY:
     return "out of memory";
+  case COMET_RT_ERROR_IO:
+    return "input/output error";
+  case COMET_RT_ERROR_BACKEND:
+    return "backend library error";
   }
   return "unknown status";
 }
