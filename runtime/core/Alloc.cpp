@@ -271,17 +271,20 @@ void run(comet_rt_context *ctx, const buffer_free_args &a) {
 }
 
 void run(comet_rt_context *ctx, const step_abort_args &) {
-  std::unordered_map<void *, bool> blocks;
+  std::vector<std::pair<void *, bool>> blocks;
   {
     std::lock_guard<std::mutex> lock(ctx->stepMu);
-    blocks.swap(ctx->stepBlocks);
+    blocks.assign(ctx->stepBlocks.begin(), ctx->stepBlocks.end());
   }
+  // handle_free untracks the handles it frees (they are live until then).
   for (auto [p, isHandle] : blocks) {
-    if (isHandle)
+    if (isHandle) {
       _mlir_ciface_comet_rt_handle_free(
           ctx, static_cast<int64_t>(reinterpret_cast<intptr_t>(p)));
-    else
+    } else {
+      ctx->untrackStepBlock(p);
       comet_rt_free(p);
+    }
   }
 }
 

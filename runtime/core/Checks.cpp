@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Checks.h"
+#include "Context.h"
 #include "Shapes.h"
 #include "comet/runtime/codec.h"
 
@@ -552,12 +553,20 @@ int32_t knownCodec(Call &c, int32_t codec) {
 
 namespace {
 int32_t liveHandle(Call &c, int64_t handle, HandleInfo &info) {
-  if (c.backend.handleInfo && c.backend.handleInfo(c.ctx, handle, info))
+  // The context's record first: a backend reads only a handle it made.
+  if (c.ctx->isLiveHandle(handle) && c.backend.handleInfo &&
+      c.backend.handleInfo(c.ctx, handle, info))
     return COMET_RT_SUCCESS;
   return c.fail("handle ", handle, " is not a live handle of the ",
                 c.backend.name, " backend");
 }
 } // namespace
+
+int32_t freeableHandle(Call &c, int64_t handle) {
+  if (handle == 0 || c.ctx->isLiveHandle(handle))
+    return COMET_RT_SUCCESS;
+  return c.fail("handle ", handle, " is not a live handle of this context");
+}
 
 int32_t handleElements(Call &c, int64_t handle, const Tensor &y) {
   HandleInfo info;

@@ -121,6 +121,8 @@ int32_t partShape(Call &c, const Tensor &whole, const Tensor &part,
                   int64_t axis, int64_t offset);
 /// codec is a comet_rt_codec.
 int32_t knownCodec(Call &c, int32_t codec);
+/// handle is 0 or a live handle of the context.
+int32_t freeableHandle(Call &c, int64_t handle);
 /// handle is a live handle of the context's backend of y's size.
 int32_t handleElements(Call &c, int64_t handle, const Tensor &y);
 /// handle is a live mask handle of the shape of dy and dx.

@@ -94,6 +94,14 @@ struct comet_rt_context {
     std::lock_guard<std::mutex> lock(stepMu);
     stepBlocks.erase(p);
   }
+  /// Whether h is a live handle of this context: the contract checks this
+  /// before any backend reads a handle's memory.
+  bool isLiveHandle(int64_t h) {
+    std::lock_guard<std::mutex> lock(stepMu);
+    auto it =
+        stepBlocks.find(reinterpret_cast<void *>(static_cast<intptr_t>(h)));
+    return it != stepBlocks.end() && it->second;
+  }
 
   void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() {
