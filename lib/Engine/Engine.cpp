@@ -13,6 +13,7 @@
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
 #include "comet/Import/Checkpoint.h"
 #include "comet/Import/ONNXImporter.h"
+#include "comet/driver/Coverage.h"
 #include "comet/runtime/device.h"
 #include "comet/runtime/handles.h"
 
@@ -35,6 +36,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <set>
 
 using namespace mlir;
 using llvm::Error;
@@ -159,6 +161,14 @@ Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
   if (!f)
     return err("the graph has no function");
   out.funcName = f.getName().str();
+  // The runtime entries the graph calls: what its device must implement.
+  std::set<std::string> entries;
+  f.walk([&](func::CallOp call) {
+    StringRef callee = call.getCallee();
+    if (callee.consume_front("comet_rt_"))
+      entries.insert(callee.str());
+  });
+  out.runtimeEntries.assign(entries.begin(), entries.end());
   // Argument 0 is the runtime context (comet.context).
   for (unsigned i = 1; i < f.getNumArguments(); ++i) {
     auto mt = cast<MemRefType>(f.getArgumentTypes()[i]);
@@ -465,6 +475,13 @@ Error Engine::compile(const EngineOptions &options) {
   auto weights = readInitialWeights(I.paths.weights);
   if (!weights)
     return weights.takeError();
+  // Before any device work: a device that lacks an entry the graph or its
+  // optimizer calls refuses the graph, naming each such entry.
+  std::vector<std::string> needed = train.runtimeEntries;
+  for (const std::string &e : optimizerEntries(optimizer->kind))
+    needed.push_back(e);
+  if (Error e = toError(checkDeviceCoverage(options.device, needed)))
+    return e;
   if (Error e = toError(I.trainer.useDevice(options.device)))
     return e;
   if (Error e = toError(I.trainer.bindTrain(

@@ -196,6 +196,11 @@ int main(int argc, char **argv) {
   if (std::string e = comet::CompiledStep::load(stepPath, step); !e.empty())
     return fail(e);
   const comet_aot_program &prog = step->program();
+  // Before any device work: a device that lacks an entry the step calls
+  // refuses it, naming each such entry.
+  if (std::string e = comet::checkDeviceCoverage(device, step->runtimeEntries());
+      !e.empty())
+    return fail(e);
   if (std::string(prog.compress) == "adaptive")
     return fail(stepPath +
                 " was compiled with --compress adaptive, whose bound tuner "
