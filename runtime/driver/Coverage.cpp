@@ -82,9 +82,10 @@ std::string runtimeCoverageMarkdown() {
     firstSeen.emplace(comet_rt_entry_family(i), i);
     order[i] = i;
   }
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return firstSeen[comet_rt_entry_family(a)] <
-           firstSeen[comet_rt_entry_family(b)];
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    int32_t fa = firstSeen[comet_rt_entry_family(a)],
+            fb = firstSeen[comet_rt_entry_family(b)];
+    return fa != fb ? fa < fb : a < b;
   });
   int32_t implemented[2] = {}, verified[2] = {};
   for (int32_t i : order) {
