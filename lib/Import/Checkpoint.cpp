@@ -519,6 +519,8 @@ bool writeCheckpoint(const Checkpoint &c, std::string &bytes,
   // Every field, defaults too: a float property of -0 equals the default 0
   // and would otherwise come back as +0.
   b.ForceDefaults(true);
+  // Strings through CreateString(std::string), never a const char *: a
+  // name may hold NUL bytes.
   auto tensor = [&](const Parameter &p) {
     auto name = b.CreateString(p.name);
     auto dims = b.CreateVector(p.dims);
@@ -548,11 +550,14 @@ bool writeCheckpoint(const Checkpoint &c, std::string &bytes,
         std::vector<flatbuffers::Offset<ortfbs::Tensor>> ms;
         for (const Parameter &m : s.momentums)
           ms.push_back(tensor(m));
-        ss.push_back(ortfbs::CreateParameterOptimizerStateDirect(
-            b, s.param.c_str(), &ms));
+        auto param = b.CreateString(s.param);
+        ss.push_back(ortfbs::CreateParameterOptimizerState(b, param,
+                                                           b.CreateVector(ms)));
       }
-      gs.push_back(ortfbs::CreateOptimizerGroupDirect(
-          b, g.name.c_str(), g.step, g.initialLearningRate, &ss));
+      auto name = b.CreateString(g.name);
+      auto states = b.CreateVector(ss);
+      gs.push_back(ortfbs::CreateOptimizerGroup(b, name, g.step,
+                                                g.initialLearningRate, states));
     }
     groups = b.CreateVector(gs);
   }
@@ -563,12 +568,11 @@ bool writeCheckpoint(const Checkpoint &c, std::string &bytes,
     std::vector<flatbuffers::Offset<ortfbs::FloatProperty>> floats;
     std::vector<flatbuffers::Offset<ortfbs::StringProperty>> strings;
     for (const auto &[name, value] : c.properties.ints)
-      ints.push_back(ortfbs::CreateIntPropertyDirect(b, name.c_str(), value));
+      ints.push_back(ortfbs::CreateIntProperty(b, b.CreateString(name), value));
     for (const auto &[name, value] : c.properties.floats)
       floats.push_back(
-          ortfbs::CreateFloatPropertyDirect(b, name.c_str(), value));
+          ortfbs::CreateFloatProperty(b, b.CreateString(name), value));
     for (const auto &[name, value] : c.properties.strings) {
-      // CreateString, not the Direct form: a value may hold NUL bytes.
       auto n = b.CreateString(name);
       auto v = b.CreateString(value);
       strings.push_back(ortfbs::CreateStringProperty(b, n, v));
