@@ -13,8 +13,10 @@
 #include "OrtCheckpoint_generated.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
@@ -602,12 +604,35 @@ bool writeAll(int fd, const std::string &bytes) {
   return true;
 }
 
-/// A name for a temporary file next to `path`, unlikely to be taken.
+/// A name for a temporary file next to `path`, unlikely to be taken:
+/// `path`.tmp.<pid>.<random hex>.
 std::string temporaryName(const std::string &path) {
   std::random_device rd;
   char suffix[32];
   snprintf(suffix, sizeof(suffix), ".tmp.%d.%08x", int(getpid()), rd());
   return path + suffix;
+}
+
+/// Removes the temporary files of `path` (in folder `dir`) that a writer
+/// killed between naming one and renaming it left behind: those whose
+/// process no longer exists. Another live writer's stay.
+void removeStaleTemporaries(const std::string &dir, const std::string &path) {
+  std::string base = path.substr(path.rfind('/') + 1) + ".tmp.";
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.rfind(base, 0) != 0)
+      continue;
+    char *end = nullptr;
+    long pid = std::strtol(name.c_str() + base.size(), &end, 10);
+    if (pid <= 0 || !end || *end != '.')
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
 }
 
 /// The process's umask, read where reading it changes nothing (umask(2)
@@ -673,6 +698,7 @@ bool writeCheckpointFile(const std::string &path, const Checkpoint &c,
   std::string dir = ".";
   if (size_t slash = path.rfind('/'); slash != std::string::npos)
     dir = slash == 0 ? "/" : path.substr(0, slash);
+  removeStaleTemporaries(dir, path);
   std::string tmp = temporaryName(path);
   // An unnamed file in the folder first (O_TMPFILE): a process killed while
   // writing leaves nothing behind. It is named only once complete and

@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -578,6 +579,22 @@ TEST(WriteFile, ReplacesAtomicallyAndLeavesNothingElse) {
                           "need 6");
   ASSERT_TRUE(readCheckpointFile(path, back, error)) << error;
   EXPECT_TRUE(sameContents(back, b));
+  // A writer killed between naming its temporary file and renaming it
+  // leaves the file; the next write removes it, not a live process's.
+  pid_t child = fork();
+  if (child == 0)
+    _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  std::string stale = path + ".tmp." + std::to_string(child) + ".0000abcd",
+              live = path + ".tmp." + std::to_string(getpid()) + ".0000abcd";
+  for (const std::string &f : {stale, live})
+    std::ofstream(f) << "partial";
+  ASSERT_TRUE(writeCheckpointFile(path, b, error)) << error;
+  EXPECT_EQ(listDir(d),
+            (std::vector<std::string>{
+                "ckpt", "ckpt.tmp." + std::to_string(getpid()) + ".0000abcd"}));
+  unlink(live.c_str());
   // A folder that does not exist.
   EXPECT_FALSE(writeCheckpointFile(d + "/no/ckpt", a, error));
   EXPECT_EQ(error.rfind(d + "/no/ckpt: cannot create a temporary file in " + d +
