@@ -695,6 +695,11 @@ bool writeCheckpointFile(const std::string &path, const Checkpoint &c,
     error = path + ": " + error;
     return false;
   }
+  return writeFileAtomically(path, bytes, error);
+}
+
+bool writeFileAtomically(const std::string &path, const std::string &bytes,
+                         std::string &error) {
   std::string dir = ".";
   if (size_t slash = path.rfind('/'); slash != std::string::npos)
     dir = slash == 0 ? "/" : path.substr(0, slash);

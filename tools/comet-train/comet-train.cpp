@@ -5,6 +5,7 @@
 //       [--compress none|static|adaptive] [--device cpu|cuda]
 //       [--report OUT.json] [--max-steps N]
 //       [--save-checkpoint CKPT [--checkpoint-every N]] [--resume CKPT]
+//       [--export-model OUT.onnx [--export-outputs NAMES]]
 //
 // Compiles the training graph of an ONNX Runtime artifact folder with
 // comet::Engine (weights from its checkpoint, its optimizer_model.onnx),
@@ -16,12 +17,14 @@
 // loss, gradients and Dropout masks, for the check against ONNX Runtime.
 // --save-checkpoint writes the run's state as an ONNX Runtime checkpoint
 // (RunState.h adds comet-train's resume fields), --resume continues it
-// exactly (docs/execution.md).
+// exactly, --export-model writes the trained model for inference
+// (docs/execution.md).
 //
 //===----------------------------------------------------------------------===//
 #include "EngineFlags.h"
 #include "RunState.h"
 #include "comet/Engine/Engine.h"
+#include "comet/Import/ONNXModel.h"
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/driver/Training.h"
 
@@ -172,6 +175,17 @@ static cl::opt<std::string> measureErrorModel(
     cl::init(""), cl::cat(cat));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress output"),
                            cl::init(false), cl::cat(cat));
+static cl::opt<std::string> exportModelPath(
+    "export-model",
+    cl::desc("At the end, write the trained model for inference here: the "
+             "eval graph (else the training graph's forward part) cut to "
+             "--export-outputs, the parameters as initializers"),
+    cl::init(""), cl::cat(cat));
+static cl::list<std::string> exportOutputs(
+    "export-outputs",
+    cl::desc("The outputs of --export-model (default: the scores the loss "
+             "reads, the logits)"),
+    cl::CommaSeparated, cl::cat(cat));
 // Checkpoints (docs/execution.md, "Checkpoints and resuming").
 static cl::opt<std::string> saveCheckpointPath(
     "save-checkpoint",
@@ -279,6 +293,29 @@ static int runDumpGrads(comet::Engine &engine) {
   js << json::Value(std::move(index)) << "\n";
   outs() << "loss " << l << "\n";
   return 0;
+}
+
+/// The value the loss of the eval graph (else the training graph) reads as
+/// scores: the logits, which --export-model outputs by default.
+static Expected<std::string> lossScores(const comet::Engine &engine) {
+  const comet::ArtifactPaths &files = engine.artifacts();
+  std::string graph =
+      files.evalModel.empty() ? files.training : files.evalModel;
+  auto buf = MemoryBuffer::getFile(graph);
+  if (!buf)
+    return createStringError(inconvertibleErrorCode(), "cannot read " + graph);
+  comet::onnx_import::Model model;
+  std::string e;
+  if (!comet::onnx_import::readONNXModel((*buf)->getBufferStart(),
+                                         (*buf)->getBufferSize(), model, e))
+    return createStringError(inconvertibleErrorCode(), graph + ": " + e);
+  for (const comet::onnx_import::Node &n : model.graph.nodes)
+    if (n.opType == "SoftmaxCrossEntropyLoss" && !n.inputs.empty())
+      return n.inputs[0];
+  return createStringError(inconvertibleErrorCode(),
+                           graph + " has no SoftmaxCrossEntropyLoss whose "
+                                   "scores to export: name the outputs with "
+                                   "--export-outputs");
 }
 
 /// The training graph a resumed run must train: its file's digest.
@@ -406,6 +443,10 @@ int main(int argc, char **argv) {
   if (!dumpGrads.empty() &&
       (!saveCheckpointPath.empty() || !resumePath.empty()))
     return fail("--dump-grads runs no training to save or resume");
+  if (!exportOutputs.empty() && exportModelPath.empty())
+    return fail("--export-outputs needs --export-model PATH");
+  if (!dumpGrads.empty() && !exportModelPath.empty())
+    return fail("--dump-grads runs no training to export");
   if (!resumePath.empty() && !opts.weightsPath.empty())
     return fail("--resume takes the parameters from the checkpoint: "
                 "leave out --weights");
@@ -569,6 +610,18 @@ int main(int argc, char **argv) {
   if (!saveCheckpointPath.empty() && savedAt != lastPosition.steps)
     if (std::string e = saveCheckpoint(lastPosition, result); !e.empty())
       return fail(e);
+  if (!exportModelPath.empty()) {
+    std::vector<std::string> outputs(exportOutputs.begin(),
+                                     exportOutputs.end());
+    if (outputs.empty()) {
+      auto scores = lossScores(engine);
+      if (!scores)
+        return fail(scores.takeError());
+      outputs.push_back(*scores);
+    }
+    if (Error e = engine.exportInferenceModel(exportModelPath, outputs))
+      return fail("--export-model: " + toString(std::move(e)));
+  }
 
   // trainLoop took the training run's figures before the error-model check
   // below runs measurement steps on the engine (they would overwrite the

@@ -123,6 +123,12 @@ bool writeCheckpoint(const Checkpoint &c, std::string &bytes,
 bool writeCheckpointFile(const std::string &path, const Checkpoint &c,
                          std::string &error);
 
+/// Writes `bytes` to `path` as writeCheckpointFile does: through a
+/// temporary file in the same folder, fsync'ed and renamed over `path`.
+/// `error` then starts with the path.
+bool writeFileAtomically(const std::string &path, const std::string &bytes,
+                         std::string &error);
+
 } // namespace comet::checkpoint
 
 #endif // COMET_IMPORT_CHECKPOINT_H
