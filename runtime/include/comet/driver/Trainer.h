@@ -301,6 +301,15 @@ public:
   /// A parameter's first optimizer state, or null.
   Buffer *optimizerState(const std::string &param) const;
   const OptimizerConfig &optimizerConfig() const { return optimizer; }
+  // ---- checkpoints ----
+  /// A parameter's optimizer state `k`: 0 is AdamW's first moment or the
+  /// built-in SGD's velocity, 1 AdamW's second moment; null if there is
+  /// none.
+  Buffer *optimizerState(const std::string &param, int k) const;
+  /// Optimizer steps taken: AdamW's step count, and stats().steps.
+  int64_t optimizerSteps() const { return steps; }
+  /// Sets the steps taken, for a run that continues from a checkpoint.
+  void setOptimizerSteps(int64_t n) { steps = n; }
   const Entry &trainEntry() const { return train; }
   const Entry &evalEntry() const { return eval; }
   const std::vector<SiteStats> &sites() const { return siteInfo; }
