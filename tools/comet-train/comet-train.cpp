@@ -434,6 +434,21 @@ runSettings(const comet::Engine &engine, const comet::EngineOptions &opts,
     out.push_back(RunSetting::text("comet.assumed_sz_ratio",
                                    "--assumed-sz-ratio",
                                    shown(opts.assumedSzRatio)));
+  // Which samples train, and so the data order: the held-out part, and the
+  // arrays' files (by digest) and members.
+  if (validationSplit > 0)
+    out.push_back(RunSetting::real("comet.validation_split",
+                                   "--validation-split", validationSplit));
+  if (dataSource == DataSource::Arrays) {
+    auto member = [](const std::string &file, const std::string &key) {
+      return comet::fileDigest(file) + (key.empty() ? "" : "[" + key + "]");
+    };
+    out.push_back(RunSetting::text("comet.train_data", "--train-data",
+                                   member(trainData, dataKey)));
+    if (!trainLabels.empty())
+      out.push_back(RunSetting::text("comet.train_labels", "--train-labels",
+                                     member(trainLabels, labelsKey)));
+  }
   if (dataSource == DataSource::Synthetic) {
     out.push_back(RunSetting::integer("comet.synthetic_size",
                                       "--synthetic-size", syntheticSize));
