@@ -486,27 +486,47 @@ Error Engine::compile(const EngineOptions &options) {
   if (Error e = I.lower(*I.trainLowered, options.batchSize, train, I.trainJit,
                         &sites, options.dumpLoweredIRPath))
     return e;
-  // The artifact folder's files unless the options name others.
+  // The artifact folder's files unless the options name others, or the
+  // initial state.
   I.paths.weights = options.weightsPath;
-  if (I.paths.weights.empty()) {
-    I.paths.weights = dir + "/checkpoint";
-    if (!llvm::sys::fs::exists(I.paths.weights))
-      I.paths.weights = dir + "/model.onnx";
+  llvm::StringMap<InitialValue> initial;
+  if (options.initialState) {
+    if (I.paths.weights.empty())
+      I.paths.weights = "the initial state";
+  } else {
+    if (I.paths.weights.empty()) {
+      I.paths.weights = dir + "/checkpoint";
+      if (!llvm::sys::fs::exists(I.paths.weights))
+        I.paths.weights = dir + "/model.onnx";
+    }
+    auto weights = readInitialWeights(I.paths.weights);
+    if (!weights)
+      return weights.takeError();
+    initial = std::move(*weights);
   }
-  auto weights = readInitialWeights(I.paths.weights);
-  if (!weights)
-    return weights.takeError();
   if (Error e = toError(I.trainer.useDevice(options.device)))
     return e;
   if (Error e = toError(I.trainer.bindTrain(
           std::move(train),
           [&](const std::string &name, InitialWeight &out) {
-            auto it = weights->find(name);
-            if (it == weights->end())
-              return false;
-            out.data = it->second.values.data();
-            out.bytes = it->second.values.size() * sizeof(float);
-            out.dims = &it->second.dims;
+            const std::vector<int64_t> *dims = nullptr;
+            const std::vector<float> *values = nullptr;
+            if (options.initialState) {
+              const checkpoint::Parameter *p = options.initialState->find(name);
+              if (!p)
+                return false;
+              dims = &p->dims;
+              values = &p->values;
+            } else {
+              auto it = initial.find(name);
+              if (it == initial.end())
+                return false;
+              dims = &it->second.dims;
+              values = &it->second.values;
+            }
+            out.data = values->data();
+            out.bytes = values->size() * sizeof(float);
+            out.dims = dims;
             return true;
           },
           I.paths.weights)))
@@ -515,6 +535,11 @@ Error Engine::compile(const EngineOptions &options) {
   I.trainer.setPrediction(std::move(pred));
   if (Error e = toError(I.trainer.setupOptimizer(*optimizer)))
     return e;
+  // ---- checkpoints and export ----
+  // The optimizer state, and the checks that the initial state fits.
+  if (options.initialState)
+    if (Error e = I.loadState(*options.initialState))
+      return err(I.paths.weights + ": " + toString(std::move(e)));
   std::string evalPath = options.evalModelPath;
   if (evalPath == EngineOptions::kNoEvalModel) {
     evalPath.clear();

@@ -96,6 +96,10 @@ struct Engine::Impl {
   llvm::Expected<std::string> budgetOptions(mlir::ModuleOp specialized,
                                             const OptimizerConfig &optimizer);
   llvm::Error setupEval(llvm::StringRef evalPath);
+  // ---- checkpoints and export ----
+  /// Engine::loadCheckpointState without the compiled() check
+  /// (Checkpoints.cpp).
+  llvm::Error loadState(const checkpoint::Checkpoint &c);
 };
 
 /// A Trainer's message as an llvm::Error (empty: success).

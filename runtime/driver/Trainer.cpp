@@ -113,9 +113,16 @@ Buffer *Trainer::gradient(const std::string &param) const {
 }
 
 Buffer *Trainer::optimizerState(const std::string &param) const {
-  for (size_t i = 0; i < trainable.size() && i < state1.size(); ++i)
+  return optimizerState(param, 0);
+}
+
+Buffer *Trainer::optimizerState(const std::string &param, int k) const {
+  const auto &states = k == 0 ? state1 : state2;
+  if (k < 0 || k > 1)
+    return nullptr;
+  for (size_t i = 0; i < trainable.size() && i < states.size(); ++i)
     if (trainable[i] == param)
-      return state1[i].get();
+      return states[i].get();
   return nullptr;
 }
 

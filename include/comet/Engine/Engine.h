@@ -21,6 +21,7 @@
 #ifndef COMET_ENGINE_ENGINE_H
 #define COMET_ENGINE_ENGINE_H
 
+#include "comet/Import/Checkpoint.h"
 #include "comet/driver/Trainer.h"
 #include "comet/runtime/context.h"
 
@@ -95,6 +96,12 @@ struct EngineOptions {
   /// Makes every Dropout mask of the training graph an extra result, for
   /// dropoutMasks() (a debugging aid: returned masks are not compressed).
   bool returnDropoutMasks = false;
+  // ---- checkpoints and export ----
+  /// When set, compile() takes the parameters (and, when the checkpoint
+  /// has an optimizer group, the optimizer state) from it instead of
+  /// weightsPath, with loadCheckpointState's checks; weightsPath then only
+  /// names the source in messages and artifacts().
+  std::shared_ptr<const checkpoint::Checkpoint> initialState;
 };
 
 class Engine {
@@ -180,6 +187,30 @@ public:
   /// The buffers, optimizer and statistics of the compiled graph
   /// (comet/driver/Trainer.h), which the training loop drives.
   Trainer &trainer() const;
+
+  // ---- checkpoints and export ----
+  /// The engine's state in ONNX Runtime's layout (docs/checkpoint-format.md):
+  /// every parameter (trainable ones marked, first), and with
+  /// includeOptimizerState the optimizer group "group0": its step, the
+  /// learning rate as initial_learning_rate, and per trainable parameter
+  /// "momentum0" (AdamW's first moment, the built-in SGD's velocity, zeros
+  /// for SGDOptimizerV2 as ONNX Runtime writes them) and, for AdamW,
+  /// "momentum1" (the second moment). No properties.
+  llvm::Expected<checkpoint::Checkpoint>
+  checkpointState(bool includeOptimizerState) const;
+  /// checkpointState() plus `properties`, written atomically
+  /// (checkpoint::writeCheckpointFile).
+  llvm::Error
+  saveCheckpoint(llvm::StringRef path, bool includeOptimizerState,
+                 const checkpoint::PropertyBag &properties = {}) const;
+  /// Overwrites parameters by name (shapes checked; parameters the
+  /// checkpoint leaves out keep their values) and, when the checkpoint has
+  /// an optimizer group, the optimizer state and step: every trainable
+  /// parameter's momentums that this engine's optimizer keeps. An unknown
+  /// or missized entry, a missing state, or momentums of another optimizer
+  /// are an error that names it and changes nothing. The learning rate
+  /// stays (as in ONNX Runtime, initial_learning_rate is not applied).
+  llvm::Error loadCheckpointState(const checkpoint::Checkpoint &c);
 
   /// The training graph (or the eval graph) lowered to the LLVM dialect
   /// by compile(); null before compile() or without an eval graph.

@@ -307,6 +307,15 @@ public:
   /// A parameter's first optimizer state, or null.
   Buffer *optimizerState(const std::string &param) const;
   const OptimizerConfig &optimizerConfig() const { return optimizer; }
+  // ---- checkpoints ----
+  /// A parameter's optimizer state `k`: 0 is AdamW's first moment or the
+  /// built-in SGD's velocity, 1 AdamW's second moment; null if there is
+  /// none.
+  Buffer *optimizerState(const std::string &param, int k) const;
+  /// Optimizer steps taken: AdamW's step count, and stats().steps.
+  int64_t optimizerSteps() const { return steps; }
+  /// Sets the steps taken, for a run that continues from a checkpoint.
+  void setOptimizerSteps(int64_t n) { steps = n; }
   const Entry &trainEntry() const { return train; }
   const Entry &evalEntry() const { return eval; }
   const std::vector<SiteStats> &sites() const { return siteInfo; }
@@ -321,8 +330,6 @@ public:
   /// Runs the optimizer once on the gradient buffers as they are.
   std::string optimizerStep() { return runOptimizer(); }
   std::string setLearningRate(float lr);
-  /// Optimizer steps taken.
-  int64_t optimizerSteps() const { return steps; }
   /// The data and labels inputs of the training graph (null before
   /// bindTrain), and the indices of the eval graph's in evalEntry().args.
   const Buffer *dataInput() const { return input; }
