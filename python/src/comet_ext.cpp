@@ -19,7 +19,9 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
@@ -34,6 +36,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace nb = nanobind;
@@ -345,6 +349,110 @@ nb::object newOutput(const Port &p, void *&data) {
   return nb::cast(arr);
 }
 
+// ---- checkpoints -----------------------------------------------------------
+
+using PropertyList =
+    std::tuple<std::vector<std::pair<std::string, int64_t>>,
+               std::vector<std::pair<std::string, double>>,
+               std::vector<std::pair<std::string, std::string>>>;
+
+comet::checkpoint::PropertyBag bagOf(const PropertyList &props) {
+  comet::checkpoint::PropertyBag bag;
+  bag.ints = std::get<0>(props);
+  for (const auto &[k, v] : std::get<1>(props))
+    bag.floats.push_back({k, static_cast<float>(v)});
+  bag.strings = std::get<2>(props);
+  return bag;
+}
+
+/// An ONNX Runtime checkpoint held in memory (comet::checkpoint): what a
+/// CheckpointState holds until a Module's engine takes its values over,
+/// and the initial state of that engine.
+class PyCheckpoint {
+public:
+  static std::unique_ptr<PyCheckpoint> read(const std::string &path) {
+    auto c = std::make_unique<PyCheckpoint>();
+    std::string error;
+    if (!comet::checkpoint::readCheckpointFile(path, *c->ckpt, error))
+      throw std::runtime_error(error);
+    return c;
+  }
+
+  std::vector<std::string> names() const {
+    std::vector<std::string> r;
+    for (const auto &p : ckpt->parameters)
+      r.push_back(p.name);
+    return r;
+  }
+
+  const comet::checkpoint::Parameter &get(const std::string &name) const {
+    const comet::checkpoint::Parameter *p = ckpt->find(name);
+    if (!p)
+      throw nb::key_error(("Parameter " + name + " not found.").c_str());
+    return *p;
+  }
+
+  nb::object values(const std::string &name) const {
+    const auto &p = get(name);
+    Port port;
+    port.name = name;
+    port.shape = p.dims;
+    port.onnxType = 1;
+    port.bytes = p.values.size() * sizeof(float);
+    void *dst = nullptr;
+    nb::object arr = newOutput(port, dst);
+    std::memcpy(dst, p.values.data(), port.bytes);
+    return arr;
+  }
+
+  void setValues(const std::string &name, nb::handle value) {
+    auto &p = const_cast<comet::checkpoint::Parameter &>(get(name));
+    Port port;
+    port.name = name;
+    port.shape = p.dims;
+    port.onnxType = 1;
+    port.bytes = p.values.size() * sizeof(float);
+    InputView v;
+    viewInput(value, port, 0, 1, v);
+    std::memcpy(p.values.data(), v.data, port.bytes);
+  }
+
+  /// The property bag as (ints, floats, strings), each in file order.
+  nb::list properties() const {
+    nb::list l;
+    for (const auto &[k, v] : ckpt->properties.ints)
+      l.append(nb::make_tuple(k, v));
+    for (const auto &[k, v] : ckpt->properties.floats)
+      l.append(nb::make_tuple(k, static_cast<double>(v)));
+    for (const auto &[k, v] : ckpt->properties.strings)
+      l.append(nb::make_tuple(k, v));
+    return l;
+  }
+
+  bool hasOptimizerState() const { return !ckpt->optimizerGroups.empty(); }
+
+  /// Writes the checkpoint with `props` as its property bag, and its
+  /// optimizer groups only with includeOptimizerState.
+  void write(const std::string &path, bool includeOptimizerState,
+             const PropertyList &props) const {
+    comet::checkpoint::Checkpoint c = *ckpt;
+    if (!includeOptimizerState)
+      c.optimizerGroups.clear();
+    c.properties = bagOf(props);
+    std::string error;
+    bool ok;
+    {
+      nb::gil_scoped_release release;
+      ok = comet::checkpoint::writeCheckpointFile(path, c, error);
+    }
+    if (!ok)
+      throw std::runtime_error(error);
+  }
+
+  std::shared_ptr<comet::checkpoint::Checkpoint> ckpt =
+      std::make_shared<comet::checkpoint::Checkpoint>();
+};
+
 // ---- the engine ------------------------------------------------------------
 
 comet::CompressMode compressModeOf(const std::string &s) {
@@ -372,9 +480,14 @@ public:
     return p;
   }
 
-  void compile(const comet::EngineOptions &options,
+  /// Compiles with `initial`'s parameters (and optimizer state, when it
+  /// has one) and, with `tuner`, under the bound tuner; `ignoreIndex` are
+  /// the label values the graph's losses ignore.
+  void compile(comet::EngineOptions options, const PyCheckpoint *initial,
                const std::optional<comet::tuner::TunerOptions> &tuner,
                std::vector<int64_t> ignoreIndex) {
+    if (initial)
+      options.initialState = initial->ckpt;
     {
       nb::gil_scoped_release release;
       check(engine->compile(options));
@@ -545,6 +658,26 @@ public:
     return d;
   }
 
+  /// The engine's state as a checkpoint (parameters, and the optimizer
+  /// group with includeOptimizerState), with `props` as its property bag.
+  std::unique_ptr<PyCheckpoint> state(bool includeOptimizerState,
+                                      const PropertyList &props) const {
+    auto c = engine->checkpointState(includeOptimizerState);
+    if (!c)
+      fail(c.takeError());
+    auto p = std::make_unique<PyCheckpoint>();
+    *p->ckpt = std::move(*c);
+    p->ckpt->properties = bagOf(props);
+    return p;
+  }
+
+  void save(const std::string &path, bool includeOptimizerState,
+            const PropertyList &props) const {
+    comet::checkpoint::PropertyBag bag = bagOf(props);
+    nb::gil_scoped_release release;
+    check(engine->saveCheckpoint(path, includeOptimizerState, bag));
+  }
+
   std::unique_ptr<comet::Engine> engine;
 
 private:
@@ -663,60 +796,6 @@ nb::dict readSignature(const std::string &path) {
                  {"optimizer", nb::cast(optimizer)}});
 }
 
-// ---- checkpoints -----------------------------------------------------------
-
-class PyCheckpoint {
-public:
-  static std::unique_ptr<PyCheckpoint> read(const std::string &path) {
-    auto c = std::make_unique<PyCheckpoint>();
-    std::string error;
-    if (!comet::checkpoint::readCheckpointFile(path, c->ckpt, error))
-      throw std::runtime_error(error);
-    return c;
-  }
-
-  std::vector<std::string> names() const {
-    std::vector<std::string> r;
-    for (const auto &p : ckpt.parameters)
-      r.push_back(p.name);
-    return r;
-  }
-
-  const comet::checkpoint::Parameter &get(const std::string &name) const {
-    const comet::checkpoint::Parameter *p = ckpt.find(name);
-    if (!p)
-      throw nb::key_error(("Parameter " + name + " not found.").c_str());
-    return *p;
-  }
-
-  nb::object values(const std::string &name) const {
-    const auto &p = get(name);
-    Port port;
-    port.name = name;
-    port.shape = p.dims;
-    port.onnxType = 1;
-    port.bytes = p.values.size() * sizeof(float);
-    void *dst = nullptr;
-    nb::object arr = newOutput(port, dst);
-    std::memcpy(dst, p.values.data(), port.bytes);
-    return arr;
-  }
-
-  void setValues(const std::string &name, nb::handle value) {
-    auto &p = const_cast<comet::checkpoint::Parameter &>(get(name));
-    Port port;
-    port.name = name;
-    port.shape = p.dims;
-    port.onnxType = 1;
-    port.bytes = p.values.size() * sizeof(float);
-    InputView v;
-    viewInput(value, port, 0, 1, v);
-    std::memcpy(p.values.data(), v.data, port.bytes);
-  }
-
-  comet::checkpoint::Checkpoint ckpt;
-};
-
 } // namespace
 
 NB_MODULE(_comet, m) {
@@ -804,8 +883,12 @@ NB_MODULE(_comet, m) {
   nb::class_<PyEngine>(m, "Engine")
       .def_static("load", &PyEngine::load, "path"_a,
                   nb::call_guard<nb::gil_scoped_release>())
-      .def("compile", &PyEngine::compile, "options"_a, "tuner"_a.none(),
-           "ignore_index"_a)
+      .def("compile", &PyEngine::compile, "options"_a, "initial"_a.none(),
+           "tuner"_a.none(), "ignore_index"_a)
+      .def("checkpoint_state", &PyEngine::state, "include_optimizer_state"_a,
+           "properties"_a)
+      .def("save_checkpoint", &PyEngine::save, "path"_a,
+           "include_optimizer_state"_a, "properties"_a)
       .def("train", &PyEngine::train, "inputs"_a)
       .def("eval", &PyEngine::eval, "inputs"_a)
       .def("names", &PyEngine::names, "eval"_a, "outputs"_a)
@@ -888,8 +971,12 @@ NB_MODULE(_comet, m) {
           "name"_a)
       .def("has",
            [](const PyCheckpoint &c, const std::string &n) {
-             return c.ckpt.find(n) != nullptr;
+             return c.ckpt->find(n) != nullptr;
            })
       .def("values", &PyCheckpoint::values, "name"_a)
+      .def("properties", &PyCheckpoint::properties)
+      .def_prop_ro("has_optimizer_state", &PyCheckpoint::hasOptimizerState)
+      .def("write", &PyCheckpoint::write, "path"_a, "include_optimizer_state"_a,
+           "properties"_a)
       .def("set_values", &PyCheckpoint::setValues, "name"_a, "value"_a);
 }

@@ -158,10 +158,12 @@ class Properties:
         return name in self._state._properties
 
     def __iter__(self) -> Iterator[tuple[str, int | float | str]]:
-        yield from list(self._state._properties.items())
+        props = self._state._properties
+        for name in sorted(props):
+            yield name, props[name]
 
     def __repr__(self) -> str:
-        return repr(list(self._state._properties))
+        return repr(sorted(self._state._properties))
 
     def __len__(self) -> int:
         return len(self._state._properties)
@@ -180,7 +182,7 @@ class CheckpointState:
             raise TypeError(f"Invalid argument for CheckpointState received {type(state)}")
         self._ckpt = state
         self._path: str | None = None
-        self._properties: dict[str, int | float | str] = {}
+        self._properties: dict[str, int | float | str] = dict(state.properties())
         self._module_ref: weakref.ref | None = None
         self._parameters = Parameters(self)
         self._properties_view = Properties(self)
@@ -196,10 +198,20 @@ class CheckpointState:
     @classmethod
     def save_checkpoint(cls, state: CheckpointState, checkpoint_uri: str | os.PathLike,
                         include_optimizer_state: bool = False) -> None:
-        """Writes the state as an ONNX Runtime checkpoint."""
-        raise NotImplementedError(
-            "saving checkpoints needs COMET's checkpoint writer, which this "
-            "build does not have yet")
+        """Writes the state as an ONNX Runtime checkpoint (atomically): the
+        parameters, the properties and, with include_optimizer_state, the
+        optimizer state when the state has one (an Optimizer was created,
+        or the checkpoint it was loaded from had one), as ORT does."""
+        path = os.fspath(checkpoint_uri)
+        props = state._property_lists()
+        module, engine = state._module(), state._engine()
+        include = include_optimizer_state and (
+            state._ckpt.has_optimizer_state
+            or (module is not None and module._optimizer_path != ""))
+        if engine is not None:
+            engine.save_checkpoint(path, include, props)
+        else:
+            state._ckpt.write(path, include, props)
 
     @property
     def parameters(self) -> Parameters:
@@ -210,6 +222,15 @@ class CheckpointState:
         return self._properties_view
 
     # -- where the values are ------------------------------------------------
+
+    def _property_lists(self):
+        """The properties as the checkpoint's ints, floats and strings."""
+        ints, floats, strings = [], [], []
+        for name in sorted(self._properties):
+            v = self._properties[name]
+            (strings if isinstance(v, str) else floats if isinstance(v, float)
+             else ints).append((name, v))
+        return ints, floats, strings
 
     def _module(self) -> Module | None:
         return self._module_ref() if self._module_ref is not None else None
@@ -375,13 +396,16 @@ class Module:
             why = t.validate()
             if why:
                 # The tuner names its command-line flags: name the arguments.
-                raise ValueError(re.sub(r"--([a-z-]+)",
-                                        lambda m: m.group(1).replace("-", "_"), why))
+                raise ValueError(re.sub(
+                    r"(?:--)?\b(bound-k|acgc-e|retune-interval|stats-interval|stats-window|"
+                    r"eb-min|eb-max|eb-relative-range)\b",
+                    lambda m: m.group(1).replace("-", "_"), why))
             self._tuner = t
 
         # The engines by batch size; _active holds the training state.
         self._engines: dict[int, Any] = {}
         self._active = None
+        self._trained = None
         # Until an engine exists: the optimizer graph and learning rate.
         self._optimizer_path = ""
         self._lr = _DEFAULT_LR
@@ -389,8 +413,9 @@ class Module:
         # back to the state first.
         previous = state._module()
         if previous is not None and previous._active is not None:
-            for name in state._ckpt.names():
-                state._ckpt.set_values(name, previous._active.get_parameter(name))
+            state._ckpt = previous._active.checkpoint_state(
+                state._ckpt.has_optimizer_state or previous._optimizer_path != "",
+                state._property_lists())
         state._module_ref = weakref.ref(self)
 
     # -- ORT's Module --------------------------------------------------------
@@ -411,6 +436,7 @@ class Module:
         if engine is None or batch != engine.batch_size:
             engine = self._engine_for(graph, user_inputs)
         if self.training:
+            self._trained = engine
             return engine.train(user_inputs)
         return engine.eval(user_inputs)
 
@@ -453,9 +479,8 @@ class Module:
         """Overwrites the parameters from a flat float32 buffer in the order
         of get_contiguous_parameters (a numpy array, a DLPack tensor or an
         ORT OrtValue)."""
-        if not isinstance(buffer, np.ndarray) and hasattr(buffer, "numpy") \
-                and not hasattr(buffer, "__dlpack__"):
-            buffer = buffer.numpy()  # an OrtValue
+        if "OrtValue" in type(buffer).__name__:
+            buffer = buffer.numpy()
         engine = self._active
         if engine is not None:
             engine.copy_parameters_from(self._parameter_order(), trainable_only, buffer)
@@ -493,10 +518,12 @@ class Module:
     # -- COMET's -------------------------------------------------------------
 
     def memory_stats(self, batch_size: int | None = None) -> dict:
-        """The memory of the engine of `batch_size` (default: the latest
-        one): peak bytes by allocator category, activation bytes raw and as
-        stored, their ratio, the predicted peak and each compressed value."""
-        engine = self._active if batch_size is None else self._engines.get(batch_size)
+        """The memory of the engine of `batch_size` (default: the one of the
+        latest training call, else the latest): peak bytes by allocator
+        category, activation bytes raw and as stored, their ratio, the
+        predicted peak and each compressed value."""
+        engine = (self._trained or self._active if batch_size is None
+                  else self._engines.get(batch_size))
         if engine is None:
             raise RuntimeError("nothing is compiled yet: COMET compiles at the first call"
                                if batch_size is None else
@@ -535,11 +562,11 @@ class Module:
         options.optimizer_path = self._optimizer_path
         options.weights_path = self._state._path or ""
         engine = _C.Engine.load(self._train_path)
-        engine.compile(options, self._tuner, self._train.ignore_index)
+        # The first engine starts from the state (with the user's changes,
+        # and its optimizer state if it has one); a later one then takes the
+        # training state over from the engine that holds it (_engine_for).
+        engine.compile(options, self._state._ckpt, self._tuner, self._train.ignore_index)
         if self._active is None:
-            # The state's values, as the user may have changed them.
-            for name in self._state._ckpt.names():
-                engine.set_parameter(name, self._state._ckpt.values(name))
             engine.learning_rate = self._lr
         return engine
 
