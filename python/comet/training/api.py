@@ -405,7 +405,7 @@ class Module:
         # The engines by batch size; _active holds the training state.
         self._engines: dict[int, Any] = {}
         self._active = None
-        self._trained = None
+        self._train_calls: dict[int, int] = {}
         # Until an engine exists: the optimizer graph and learning rate.
         self._optimizer_path = ""
         self._lr = _DEFAULT_LR
@@ -436,7 +436,7 @@ class Module:
         if engine is None or batch != engine.batch_size:
             engine = self._engine_for(graph, user_inputs)
         if self.training:
-            self._trained = engine
+            self._train_calls[engine.batch_size] = self._train_calls.get(engine.batch_size, 0) + 1
             return engine.train(user_inputs)
         return engine.eval(user_inputs)
 
@@ -518,12 +518,13 @@ class Module:
     # -- COMET's -------------------------------------------------------------
 
     def memory_stats(self, batch_size: int | None = None) -> dict:
-        """The memory of the engine of `batch_size` (default: the one of the
-        latest training call, else the latest): peak bytes by allocator
+        """The memory of the engine of `batch_size` (default: the batch size
+        of most training calls, else the latest): peak bytes by allocator
         category, activation bytes raw and as stored, their ratio, the
         predicted peak and each compressed value."""
-        engine = (self._trained or self._active if batch_size is None
-                  else self._engines.get(batch_size))
+        if batch_size is None and self._train_calls:
+            batch_size = max(self._train_calls, key=self._train_calls.get)
+        engine = self._active if batch_size is None else self._engines.get(batch_size)
         if engine is None:
             raise RuntimeError("nothing is compiled yet: COMET compiles at the first call"
                                if batch_size is None else
