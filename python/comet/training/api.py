@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import re
-import weakref
 from typing import Any, Iterator
 
 import numpy as np
@@ -183,7 +182,9 @@ class CheckpointState:
         self._ckpt = state
         self._path: str | None = None
         self._properties: dict[str, int | float | str] = dict(state.properties())
-        self._module_ref: weakref.ref | None = None
+        # The engines of the Module that uses the state (they hold the live
+        # values, and keep them when the Module is gone, as ORT's state does).
+        self._live: _Live | None = None
         self._parameters = Parameters(self)
         self._properties_view = Properties(self)
 
@@ -204,10 +205,10 @@ class CheckpointState:
         or the checkpoint it was loaded from had one), as ORT does."""
         path = os.fspath(checkpoint_uri)
         props = state._property_lists()
-        module, engine = state._module(), state._engine()
+        engine = state._engine()
         include = include_optimizer_state and (
             state._ckpt.has_optimizer_state
-            or (module is not None and module._optimizer_path != ""))
+            or (state._live is not None and state._live.optimizer))
         if engine is not None:
             engine.save_checkpoint(path, include, props)
         else:
@@ -232,12 +233,8 @@ class CheckpointState:
              else ints).append((name, v))
         return ints, floats, strings
 
-    def _module(self) -> Module | None:
-        return self._module_ref() if self._module_ref is not None else None
-
     def _engine(self):
-        m = self._module()
-        return m._active if m is not None else None
+        return self._live.active if self._live is not None else None
 
     def _names(self) -> list[str]:
         return sorted(self._ckpt.names())
@@ -254,7 +251,7 @@ class CheckpointState:
             self._ckpt.set_values(name, value)
 
     def _grad(self, name: str) -> np.ndarray | None:
-        if not self._ckpt.trainable(name) or self._module() is None:
+        if not self._ckpt.trainable(name) or self._live is None:
             return None
         engine = self._engine()
         if engine:
@@ -402,21 +399,19 @@ class Module:
                     lambda m: m.group(1).replace("-", "_"), why))
             self._tuner = t
 
-        # The engines by batch size; _active holds the training state.
-        self._engines: dict[int, Any] = {}
-        self._active = None
+        self._live = _Live()
         self._train_calls: dict[int, int] = {}
         # Until an engine exists: the optimizer graph and learning rate.
         self._optimizer_path = ""
         self._lr = _DEFAULT_LR
         # One module holds a state's live values: an earlier one hands them
         # back to the state first.
-        previous = state._module()
-        if previous is not None and previous._active is not None:
-            state._ckpt = previous._active.checkpoint_state(
-                state._ckpt.has_optimizer_state or previous._optimizer_path != "",
+        previous = state._live
+        if previous is not None and previous.active is not None:
+            state._ckpt = previous.active.checkpoint_state(
+                state._ckpt.has_optimizer_state or previous.optimizer,
                 state._property_lists())
-        state._module_ref = weakref.ref(self)
+        state._live = self._live
 
     # -- ORT's Module --------------------------------------------------------
 
@@ -428,7 +423,7 @@ class Module:
         if graph is None:
             raise RuntimeError("the module has no eval graph: pass eval_model_uri "
                                "to Module to evaluate")
-        engine = self._active
+        engine = self._live.active
         try:
             batch = user_inputs[graph.batch_input].shape[0]
         except (AttributeError, IndexError, TypeError):
@@ -450,14 +445,14 @@ class Module:
     def lazy_reset_grad(self) -> None:
         """The next training call overwrites the gradients instead of adding
         to them."""
-        if self._active is not None:
-            self._active.lazy_reset_grad()
+        if self._live.active is not None:
+            self._live.active.lazy_reset_grad()
 
     def get_contiguous_parameters(self, trainable_only: bool = False) -> np.ndarray:
         """The parameters flattened one after the other in the training
         graph's order (an array; .numpy() returns it, as ORT's OrtValue)."""
         out = np.empty(self.get_parameters_size(trainable_only), np.float32).view(_Buffer)
-        engine = self._active
+        engine = self._live.active
         if engine is not None:
             engine.copy_parameters_to(self._parameter_order(), trainable_only, out)
         else:
@@ -481,7 +476,7 @@ class Module:
         ORT OrtValue)."""
         if "OrtValue" in type(buffer).__name__:
             buffer = buffer.numpy()
-        engine = self._active
+        engine = self._live.active
         if engine is not None:
             engine.copy_parameters_from(self._parameter_order(), trainable_only, buffer)
             return
@@ -524,7 +519,7 @@ class Module:
         predicted peak and each compressed value."""
         if batch_size is None and self._train_calls:
             batch_size = max(self._train_calls, key=self._train_calls.get)
-        engine = self._active if batch_size is None else self._engines.get(batch_size)
+        engine = self._live.active if batch_size is None else self._live.engines.get(batch_size)
         if engine is None:
             raise RuntimeError("nothing is compiled yet: COMET compiles at the first call"
                                if batch_size is None else
@@ -534,7 +529,7 @@ class Module:
     @property
     def compiled_batch_sizes(self) -> list[int]:
         """The batch sizes compiled so far."""
-        return sorted(self._engines)
+        return sorted(self._live.engines)
 
     # -- engines -------------------------------------------------------------
 
@@ -548,13 +543,13 @@ class Module:
         """The engine for these inputs' batch size, compiled if need be,
         holding the training state."""
         batch = self._check_before_compiling(graph, user_inputs)
-        engine = self._engines.get(batch)
+        engine = self._live.engines.get(batch)
         if engine is None:
             engine = self._compile(batch)
-            self._engines[batch] = engine
-        if self._active is not None and engine is not self._active:
-            engine.copy_state_from(self._active)
-        self._active = engine
+            self._live.engines[batch] = engine
+        if self._live.active is not None and engine is not self._live.active:
+            engine.copy_state_from(self._live.active)
+        self._live.active = engine
         return engine
 
     def _compile(self, batch: int):
@@ -567,7 +562,7 @@ class Module:
         # and its optimizer state if it has one); a later one then takes the
         # training state over from the engine that holds it (_engine_for).
         engine.compile(options, self._state._ckpt, self._tuner, self._train.ignore_index)
-        if self._active is None:
+        if self._live.active is None:
             engine.learning_rate = self._lr
         return engine
 
@@ -612,22 +607,35 @@ class Module:
         """Engines compiled before the Optimizer existed took the optimizer
         graph next to the training graph; another one replaces it."""
         self._optimizer_path = path
+        self._live.optimizer = True
         lr = self._learning_rate()
-        for engine in self._engines.values():
+        for engine in self._live.engines.values():
             if os.path.abspath(engine.optimizer_path or "") != os.path.abspath(path):
                 engine.set_optimizer(path)
                 engine.learning_rate = lr
 
     def _learning_rate(self) -> float:
-        return self._active.learning_rate if self._active is not None else self._lr
+        return self._live.active.learning_rate if self._live.active is not None else self._lr
 
     def _set_learning_rate(self, lr: float) -> None:
         self._lr = float(np.float32(lr))
-        if self._active is not None:
-            self._active.learning_rate = lr
+        if self._live.active is not None:
+            self._live.active.learning_rate = lr
 
     def _optimizer_steps(self) -> int:
-        return self._active.optimizer_steps if self._active is not None else 0
+        return self._live.active.optimizer_steps if self._live.active is not None else 0
+
+
+class _Live:
+    """A Module's engines by batch size and the one that holds the training
+    state (active); whether an Optimizer was created for it."""
+
+    __slots__ = ("engines", "active", "optimizer")
+
+    def __init__(self):
+        self.engines: dict[int, Any] = {}
+        self.active = None
+        self.optimizer = False
 
 
 class _Buffer(np.ndarray):
@@ -658,10 +666,10 @@ class Optimizer:
     def step(self) -> None:
         """One update of the parameters from the current gradients."""
         m = self._module
-        if m._active is None:
+        if m._live.active is None:
             raise RuntimeError("the module has not run a training step: there are "
                                "no gradients to apply")
-        m._active.optimizer_step()
+        m._live.active.optimizer_step()
 
     def set_learning_rate(self, learning_rate: float) -> None:
         if not np.isfinite(learning_rate):
