@@ -14,7 +14,7 @@ apt_pkgs=(
   libflatbuffers-dev flatbuffers-compiler
   libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev
   dataset-fashion-mnist
-  python3-venv python3-torch python3-torchvision
+  python3-venv python3-dev python3-torch python3-torchvision
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do
