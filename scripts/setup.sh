@@ -42,7 +42,7 @@ make_venv() {
     # Editable, without the extension comet._comet: COMET is not built yet;
     # comet/_native.py finds the one scripts/build.sh builds in build/.
     "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
-      -C cmake.define.COMET_PYTHON_EXTENSION=OFF -e "$root/python"
+      --config-settings=cmake.define.COMET_PYTHON_EXTENSION=OFF -e "$root/python"
     echo "$want" > "$stamp"
   fi
 }
