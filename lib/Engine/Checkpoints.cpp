@@ -2,15 +2,17 @@
 //
 // The parameters and optimizer state of an engine to and from ONNX
 // Runtime's checkpoint layout (comet/Import/Checkpoint.h,
-// docs/checkpoint-format.md). The trainer's buffers are read and written
-// through Trainer::copy, so a CUDA engine's state travels too.
+// docs/checkpoint-format.md), and the inference model with the trained
+// parameters (comet/Import/ONNXExport.h). The trainer's buffers are read
+// and written through Trainer::copy, so a CUDA engine's state travels too.
 //
 //===----------------------------------------------------------------------===//
 #include "EngineImpl.h"
 
 #include "comet/Import/Checkpoint.h"
+#include "comet/Import/ONNXExport.h"
 
-#include <set>
+#include "llvm/Support/MemoryBuffer.h"
 
 using llvm::Error;
 using llvm::Expected;
@@ -187,6 +189,31 @@ Error Engine::Impl::loadState(const checkpoint::Checkpoint &c) {
     }
   }
   trainer.setOptimizerSteps(g->step);
+  return Error::success();
+}
+
+Error Engine::exportInferenceModel(
+    StringRef path, llvm::ArrayRef<std::string> outputNames) const {
+  auto state = checkpointState(false);
+  if (!state)
+    return state.takeError();
+  // The eval graph; without one, the training graph's forward part.
+  bool training = impl->paths.evalModel.empty();
+  const std::string &graph =
+      training ? impl->paths.training : impl->paths.evalModel;
+  if (!StringRef(graph).ends_with(".onnx"))
+    return err("exporting an inference model needs the graph as ONNX; " +
+               graph + " is not");
+  auto buf = llvm::MemoryBuffer::getFile(graph);
+  if (!buf)
+    return err("cannot read " + graph + ": " + buf.getError().message());
+  std::string bytes, error;
+  if (!onnx_export::writeInferenceModel(
+          (*buf)->getBufferStart(), (*buf)->getBufferSize(), outputNames,
+          state->parameters, training, bytes, error))
+    return err(graph + ": " + error);
+  if (!checkpoint::writeFileAtomically(path.str(), bytes, error))
+    return err(error);
   return Error::success();
 }
 

@@ -13,8 +13,10 @@
 #include "OrtCheckpoint_generated.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
@@ -519,6 +521,8 @@ bool writeCheckpoint(const Checkpoint &c, std::string &bytes,
   // Every field, defaults too: a float property of -0 equals the default 0
   // and would otherwise come back as +0.
   b.ForceDefaults(true);
+  // Strings through CreateString(std::string), never a const char *: a
+  // name may hold NUL bytes.
   auto tensor = [&](const Parameter &p) {
     auto name = b.CreateString(p.name);
     auto dims = b.CreateVector(p.dims);
@@ -548,11 +552,14 @@ bool writeCheckpoint(const Checkpoint &c, std::string &bytes,
         std::vector<flatbuffers::Offset<ortfbs::Tensor>> ms;
         for (const Parameter &m : s.momentums)
           ms.push_back(tensor(m));
-        ss.push_back(ortfbs::CreateParameterOptimizerStateDirect(
-            b, s.param.c_str(), &ms));
+        auto param = b.CreateString(s.param);
+        ss.push_back(ortfbs::CreateParameterOptimizerState(b, param,
+                                                           b.CreateVector(ms)));
       }
-      gs.push_back(ortfbs::CreateOptimizerGroupDirect(
-          b, g.name.c_str(), g.step, g.initialLearningRate, &ss));
+      auto name = b.CreateString(g.name);
+      auto states = b.CreateVector(ss);
+      gs.push_back(ortfbs::CreateOptimizerGroup(b, name, g.step,
+                                                g.initialLearningRate, states));
     }
     groups = b.CreateVector(gs);
   }
@@ -563,12 +570,11 @@ bool writeCheckpoint(const Checkpoint &c, std::string &bytes,
     std::vector<flatbuffers::Offset<ortfbs::FloatProperty>> floats;
     std::vector<flatbuffers::Offset<ortfbs::StringProperty>> strings;
     for (const auto &[name, value] : c.properties.ints)
-      ints.push_back(ortfbs::CreateIntPropertyDirect(b, name.c_str(), value));
+      ints.push_back(ortfbs::CreateIntProperty(b, b.CreateString(name), value));
     for (const auto &[name, value] : c.properties.floats)
       floats.push_back(
-          ortfbs::CreateFloatPropertyDirect(b, name.c_str(), value));
+          ortfbs::CreateFloatProperty(b, b.CreateString(name), value));
     for (const auto &[name, value] : c.properties.strings) {
-      // CreateString, not the Direct form: a value may hold NUL bytes.
       auto n = b.CreateString(name);
       auto v = b.CreateString(value);
       strings.push_back(ortfbs::CreateStringProperty(b, n, v));
@@ -598,12 +604,35 @@ bool writeAll(int fd, const std::string &bytes) {
   return true;
 }
 
-/// A name for a temporary file next to `path`, unlikely to be taken.
+/// A name for a temporary file next to `path`, unlikely to be taken:
+/// `path`.tmp.<pid>.<random hex>.
 std::string temporaryName(const std::string &path) {
   std::random_device rd;
   char suffix[32];
   snprintf(suffix, sizeof(suffix), ".tmp.%d.%08x", int(getpid()), rd());
   return path + suffix;
+}
+
+/// Removes the temporary files of `path` (in folder `dir`) that a writer
+/// killed between naming one and renaming it left behind: those whose
+/// process no longer exists. Another live writer's stay.
+void removeStaleTemporaries(const std::string &dir, const std::string &path) {
+  std::string base = path.substr(path.rfind('/') + 1) + ".tmp.";
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.rfind(base, 0) != 0)
+      continue;
+    char *end = nullptr;
+    long pid = std::strtol(name.c_str() + base.size(), &end, 10);
+    if (pid <= 0 || !end || *end != '.')
+      continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
 }
 
 /// The process's umask, read where reading it changes nothing (umask(2)
@@ -666,9 +695,15 @@ bool writeCheckpointFile(const std::string &path, const Checkpoint &c,
     error = path + ": " + error;
     return false;
   }
+  return writeFileAtomically(path, bytes, error);
+}
+
+bool writeFileAtomically(const std::string &path, const std::string &bytes,
+                         std::string &error) {
   std::string dir = ".";
   if (size_t slash = path.rfind('/'); slash != std::string::npos)
     dir = slash == 0 ? "/" : path.substr(0, slash);
+  removeStaleTemporaries(dir, path);
   std::string tmp = temporaryName(path);
   // An unnamed file in the folder first (O_TMPFILE): a process killed while
   // writing leaves nothing behind. It is named only once complete and

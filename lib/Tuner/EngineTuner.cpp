@@ -178,6 +178,17 @@ std::map<int64_t, double> EngineTuner::afterStep(int64_t step) {
   return changed;
 }
 
+Error EngineTuner::restoreState(const std::string &text) {
+  std::string why = bt.restoreState(text);
+  if (!why.empty())
+    return err(why);
+  for (const SlotInfo &info : bt.slots())
+    if (comet_rt_slot_set_eb(engine.runtimeContext(), info.slot,
+                             bt.currentEb(info.slot)) != 0)
+      return err("cannot set the bound of slot " + llvm::Twine(info.slot));
+  return Error::success();
+}
+
 static void putPositive(llvm::json::Object &o, llvm::StringRef key, double v) {
   if (std::isfinite(v) && v > 0)
     o[key] = v;

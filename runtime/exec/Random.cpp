@@ -80,6 +80,24 @@ void comet_rt_context_set_seed(comet_rt_context *ctx, uint64_t seed) {
   s.next = 0;
 }
 
+void comet_rt_context_get_random_state(comet_rt_context *ctx, uint64_t *seed,
+                                       uint64_t *counter) {
+  RandomStream &s = resolve(ctx)->state<RandomStream>();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (seed)
+    *seed = s.seed;
+  if (counter)
+    *counter = s.next;
+}
+
+void comet_rt_context_set_random_state(comet_rt_context *ctx, uint64_t seed,
+                                       uint64_t counter) {
+  RandomStream &s = resolve(ctx)->state<RandomStream>();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.seed = seed;
+  s.next = counter;
+}
+
 int32_t comet_rt_cpu_dropout(comet_rt_context *ctx, comet_rt_memref *xm,
                              comet_rt_memref *ratiom, comet_rt_memref *trainm,
                              comet_rt_memref *ym, comet_rt_memref *maskm) {

@@ -211,6 +211,14 @@ public:
   /// are an error that names it and changes nothing. The learning rate
   /// stays (as in ONNX Runtime, initial_learning_rate is not applied).
   llvm::Error loadCheckpointState(const checkpoint::Checkpoint &c);
+  /// Writes an ONNX inference model: the eval graph (or the training
+  /// graph's forward part when there is none) with the current parameters
+  /// as initializers, cut to the nodes that `outputNames` need, as ONNX
+  /// Runtime's Module.export_model_for_inferencing does
+  /// (comet/Import/ONNXExport.h). Written atomically.
+  llvm::Error
+  exportInferenceModel(llvm::StringRef path,
+                       llvm::ArrayRef<std::string> outputNames) const;
 
   /// The training graph (or the eval graph) lowered to the LLVM dialect
   /// by compile(); null before compile() or without an eval graph.

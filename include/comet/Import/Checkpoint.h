@@ -115,10 +115,18 @@ bool writeCheckpoint(const Checkpoint &c, std::string &bytes,
                      std::string &error);
 
 /// writeCheckpoint to `path`, atomically: the bytes go to a temporary file
-/// in the same folder (unnamed where the file system supports O_TMPFILE),
-/// are fsync'ed, and the file is renamed over `path`; a failure leaves
-/// `path` as it was. `error` then starts with the path.
+/// in the same folder (unnamed where the file system supports O_TMPFILE,
+/// named `path`.tmp.<pid>.<hex> only once complete), are fsync'ed, and the
+/// file is renamed over `path`; a failure leaves `path` as it was. The
+/// temporary files of `path` that dead processes left are removed first.
+/// `error` then starts with the path.
 bool writeCheckpointFile(const std::string &path, const Checkpoint &c,
+                         std::string &error);
+
+/// Writes `bytes` to `path` as writeCheckpointFile does: through a
+/// temporary file in the same folder, fsync'ed and renamed over `path`.
+/// `error` then starts with the path.
+bool writeFileAtomically(const std::string &path, const std::string &bytes,
                          std::string &error);
 
 } // namespace comet::checkpoint

@@ -6,11 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "comet/Engine/Engine.h"
+#include "comet/Import/ONNXModel.h"
 
 #include "gtest/gtest.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <unistd.h>
 #include <vector>
@@ -300,6 +303,97 @@ TEST(EngineCheckpoint, BadStateIsRefusedAndChangesNothing) {
   EXPECT_TRUE(sameBits(e->parameter(good->parameters[1].name),
                        good->parameters[1].values));
   EXPECT_EQ(e->trainer().optimizerSteps(), 2);
+}
+
+comet::onnx_import::Model readModelFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in),
+                    std::istreambuf_iterator<char>()};
+  comet::onnx_import::Model m;
+  std::string error;
+  EXPECT_TRUE(
+      comet::onnx_import::readONNXModel(bytes.data(), bytes.size(), m, error))
+      << error;
+  return m;
+}
+
+/// The export: the eval graph cut to the logits, the trained parameters as
+/// initializers, the data the only input.
+TEST(ExportInferenceModel, HoldsTheTrainedParameters) {
+  auto e = compiled("lenet", "");
+  train(*e, 0, 2);
+  std::string d = tempDir(), path = d + "/lenet.onnx";
+  llvm::Error err = e->exportInferenceModel(path, {"logits"});
+  ASSERT_FALSE(static_cast<bool>(err)) << toString(std::move(err));
+  comet::onnx_import::Model m = readModelFile(path);
+  ASSERT_EQ(m.graph.inputs.size(), 1u);
+  EXPECT_EQ(m.graph.inputs[0].name, "input");
+  ASSERT_EQ(m.graph.outputs.size(), 1u);
+  EXPECT_EQ(m.graph.outputs[0].name, "logits");
+  EXPECT_EQ(m.graph.outputs[0].type.elemType, 1);
+  EXPECT_EQ(m.graph.initializers.size(), e->parameters().size());
+  for (const auto &t : m.graph.initializers) {
+    llvm::ArrayRef<float> p = e->parameter(t.name);
+    ASSERT_EQ(t.bytes.size(), p.size() * sizeof(float)) << t.name;
+    EXPECT_EQ(std::memcmp(t.bytes.data(), p.data(), t.bytes.size()), 0)
+        << t.name;
+  }
+  for (const auto &n : m.graph.nodes)
+    EXPECT_NE(n.opType, "SoftmaxCrossEntropyLoss");
+
+  err = e->exportInferenceModel(d + "/bad.onnx", {"logits", "nothing"});
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(toString(std::move(err)),
+            folder("lenet") +
+                "/eval_model.onnx: the graph has no value named 'nothing' to "
+                "output");
+  err = e->exportInferenceModel(d + "/bad.onnx", {});
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(toString(std::move(err)),
+            folder("lenet") + "/eval_model.onnx: no output was requested");
+  std::ifstream bad(d + "/bad.onnx");
+  EXPECT_FALSE(bad.good());
+  unlink(path.c_str());
+  rmdir(d.c_str());
+}
+
+void copyFile(const std::string &from, const std::string &to) {
+  std::ifstream in(from, std::ios::binary);
+  std::ofstream(to, std::ios::binary) << in.rdbuf();
+}
+
+/// Without an eval graph, the training graph's forward part, in inference
+/// mode: ORT's BatchNormInternal becomes BatchNormalization with one output.
+TEST(ExportInferenceModel, TrainingGraphForwardInInferenceMode) {
+  std::string d = tempDir();
+  for (const char *f : {"training_model.onnx", "checkpoint"})
+    copyFile(folder("resnet") + "/" + f, d + "/" + f);
+  auto e = comet::Engine::load(d);
+  ASSERT_TRUE(static_cast<bool>(e));
+  comet::EngineOptions o;
+  o.batchSize = kBatch;
+  ASSERT_FALSE(static_cast<bool>((*e)->compile(o)));
+  ASSERT_FALSE((*e)->hasEval());
+  llvm::Error err = (*e)->exportInferenceModel(d + "/m.onnx", {"logits"});
+  ASSERT_FALSE(static_cast<bool>(err)) << toString(std::move(err));
+  comet::onnx_import::Model m = readModelFile(d + "/m.onnx");
+  size_t batchNorms = 0;
+  for (const auto &n : m.graph.nodes) {
+    EXPECT_EQ(n.opType.find("Grad"), std::string::npos) << n.opType;
+    EXPECT_NE(n.opType, "BatchNormInternal");
+    if (n.opType == "BatchNormalization") {
+      ++batchNorms;
+      EXPECT_EQ(n.outputs.size(), 1u);
+      for (const auto &a : n.attributes)
+        EXPECT_NE(a.name, "training_mode");
+    }
+  }
+  EXPECT_EQ(batchNorms, 6u);
+  ASSERT_EQ(m.graph.inputs.size(), 1u);
+  EXPECT_EQ(m.graph.inputs[0].name, "input");
+  for (const char *f : {"training_model.onnx", "checkpoint", "m.onnx"})
+    unlink((d + "/" + f).c_str());
+  rmdir(d.c_str());
 }
 
 } // namespace

@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace {
@@ -349,13 +350,16 @@ INSTANTIATE_TEST_SUITE_P(Files, WrittenCheckpoint,
                                            ortSaved("resnet-sgd")));
 
 /// A checkpoint with the corners: a scalar, an empty tensor, NaN payloads
-/// and -0, extreme ints, a string holding NUL bytes and an empty one.
+/// and -0, extreme ints, names and a string holding NUL bytes, an empty
+/// string.
 Checkpoint corners() {
   Checkpoint c;
   float nan = std::nanf("0x12345");
   c.parameters.push_back({"w", {2, 3}, {1, -0.0f, nan, 4, 5, 6}, true});
   c.parameters.push_back({"empty", {0, 3}, {}, true});
   c.parameters.push_back({"scalar", {}, {7.5f}, false});
+  // Names are byte strings: NUL included.
+  c.parameters.push_back({std::string("n\0ul", 4), {1}, {2.0f}, false});
   OptimizerGroup g;
   g.name = "group0";
   g.step = std::numeric_limits<int64_t>::max();
@@ -367,7 +371,8 @@ Checkpoint corners() {
   g.states.push_back({"empty", {{"momentum0", {0, 3}, {}, false}}});
   c.optimizerGroups.push_back(g);
   c.properties.ints = {{"comet.step", std::numeric_limits<int64_t>::min()},
-                       {"b", 0}};
+                       {"b", 0},
+                       {std::string("b\0c", 3), 1}};
   c.properties.floats = {{"f", nan}, {"g", -0.0f}};
   c.properties.strings = {{"s", std::string("a\0b", 3)}, {"empty", ""}};
   return c;
@@ -574,6 +579,22 @@ TEST(WriteFile, ReplacesAtomicallyAndLeavesNothingElse) {
                           "need 6");
   ASSERT_TRUE(readCheckpointFile(path, back, error)) << error;
   EXPECT_TRUE(sameContents(back, b));
+  // A writer killed between naming its temporary file and renaming it
+  // leaves the file; the next write removes it, not a live process's.
+  pid_t child = fork();
+  if (child == 0)
+    _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  std::string stale = path + ".tmp." + std::to_string(child) + ".0000abcd",
+              live = path + ".tmp." + std::to_string(getpid()) + ".0000abcd";
+  for (const std::string &f : {stale, live})
+    std::ofstream(f) << "partial";
+  ASSERT_TRUE(writeCheckpointFile(path, b, error)) << error;
+  EXPECT_EQ(listDir(d),
+            (std::vector<std::string>{
+                "ckpt", "ckpt.tmp." + std::to_string(getpid()) + ".0000abcd"}));
+  unlink(live.c_str());
   // A folder that does not exist.
   EXPECT_FALSE(writeCheckpointFile(d + "/no/ckpt", a, error));
   EXPECT_EQ(error.rfind(d + "/no/ckpt: cannot create a temporary file in " + d +
