@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "comet/Engine/Engine.h"
 #include "comet/Import/Checkpoint.h"
+#include "comet/Import/ONNXExport.h"
 #include "comet/Import/ONNXModel.h"
 #include "comet/Tuner/EngineTuner.h"
 
@@ -447,6 +448,32 @@ public:
     }
     if (!ok)
       throw std::runtime_error(error);
+  }
+
+  /// The inference model of `graph` (an eval graph, or with
+  /// trainingGraph the training graph's forward part) cut to `outputs`,
+  /// with these parameters, written atomically to `path`: what
+  /// Engine::exportInferenceModel writes, before any engine exists.
+  void exportInferenceModel(const std::string &graph,
+                            const std::vector<std::string> &outputs,
+                            bool trainingGraph, const std::string &path) const {
+    std::ifstream f(graph, std::ios::binary);
+    if (!f)
+      throw std::runtime_error("cannot read " + graph + ": " +
+                               std::strerror(errno));
+    std::string model((std::istreambuf_iterator<char>(f)),
+                      std::istreambuf_iterator<char>());
+    std::string bytes, error;
+    bool ok;
+    {
+      nb::gil_scoped_release release;
+      ok = comet::onnx_export::writeInferenceModel(
+               model.data(), model.size(), outputs, ckpt->parameters,
+               trainingGraph, bytes, error) &&
+           comet::checkpoint::writeFileAtomically(path, bytes, error);
+    }
+    if (!ok)
+      throw std::runtime_error(graph + ": " + error);
   }
 
   std::shared_ptr<comet::checkpoint::Checkpoint> ckpt =
@@ -887,6 +914,13 @@ NB_MODULE(_comet, m) {
            "tuner"_a.none(), "ignore_index"_a)
       .def("checkpoint_state", &PyEngine::state, "include_optimizer_state"_a,
            "properties"_a)
+      .def(
+          "export_inference_model",
+          [](const PyEngine &e, const std::string &path,
+             const std::vector<std::string> &outputs) {
+            check(e.engine->exportInferenceModel(path, outputs));
+          },
+          "path"_a, "outputs"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("save_checkpoint", &PyEngine::save, "path"_a,
            "include_optimizer_state"_a, "properties"_a)
       .def("train", &PyEngine::train, "inputs"_a)
@@ -976,6 +1010,8 @@ NB_MODULE(_comet, m) {
       .def("values", &PyCheckpoint::values, "name"_a)
       .def("properties", &PyCheckpoint::properties)
       .def_prop_ro("has_optimizer_state", &PyCheckpoint::hasOptimizerState)
+      .def("export_inference_model", &PyCheckpoint::exportInferenceModel,
+           "graph"_a, "outputs"_a, "training_graph"_a, "path"_a)
       .def("write", &PyCheckpoint::write, "path"_a, "include_optimizer_state"_a,
            "properties"_a)
       .def("set_values", &PyCheckpoint::setValues, "name"_a, "value"_a);

@@ -494,11 +494,21 @@ class Module:
 
     def export_model_for_inferencing(self, inference_model_uri: str | os.PathLike,
                                      graph_output_names: list[str]) -> None:
-        """Writes an ONNX inference model with the current parameters, cut
-        to the nodes that graph_output_names need."""
-        raise NotImplementedError(
-            "exporting an inference model needs COMET's exporter, which this "
-            "build does not have yet")
+        """Writes an ONNX inference model (atomically): the eval graph (or,
+        without one, the training graph's forward part) cut to the nodes
+        that graph_output_names need, the current parameters as
+        initializers."""
+        path = os.fspath(inference_model_uri)
+        if isinstance(graph_output_names, str) or not all(
+                isinstance(n, str) for n in graph_output_names):
+            raise TypeError("graph_output_names is a list of output names")
+        names = list(graph_output_names)
+        engine = self._live.active
+        if engine is not None:
+            engine.export_inference_model(path, names)
+        else:
+            self._state._ckpt.export_inference_model(
+                self._eval_path or self._train_path, names, self._eval_path is None, path)
 
     def input_names(self) -> list[str]:
         """The user inputs of the training (or, in eval mode, eval) graph."""
