@@ -431,6 +431,10 @@ public:
   }
 
   bool hasOptimizerState() const { return !ckpt->optimizerGroups.empty(); }
+  /// The optimizer steps its optimizer state records (0 without one).
+  int64_t optimizerStep() const {
+    return ckpt->optimizerGroups.empty() ? 0 : ckpt->optimizerGroups[0].step;
+  }
 
   /// Writes the checkpoint with `props` as its property bag, and its
   /// optimizer groups only with includeOptimizerState.
@@ -1010,6 +1014,7 @@ NB_MODULE(_comet, m) {
       .def("values", &PyCheckpoint::values, "name"_a)
       .def("properties", &PyCheckpoint::properties)
       .def_prop_ro("has_optimizer_state", &PyCheckpoint::hasOptimizerState)
+      .def_prop_ro("optimizer_step", &PyCheckpoint::optimizerStep)
       .def("export_inference_model", &PyCheckpoint::exportInferenceModel,
            "graph"_a, "outputs"_a, "training_graph"_a, "path"_a)
       .def("write", &PyCheckpoint::write, "path"_a, "include_optimizer_state"_a,

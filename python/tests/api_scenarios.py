@@ -170,8 +170,13 @@ def scenario_resume(r: Run):
         r.out["property:" + name] = np.array(value)
     module = r.module(state)
     optimizer = r.optimizer(module)
+    # A schedule goes on from the checkpoint's step count.
+    scheduler = r.api.LinearLRScheduler(optimizer, 2, 10, 0.1)
+    r.out["scheduled_lr"] = np.array(optimizer.get_learning_rate())
     optimizer.set_learning_rate(r.args.get("lr", 0.01))
     r.train(module, optimizer, r.args.get("steps", 2), first_seed=200)
+    scheduler.step()
+    r.out["scheduled_lr_after"] = np.array(optimizer.get_learning_rate())
     r.params(state)
 
 

@@ -195,6 +195,11 @@ def test_checkpoints_round_trip_both_ways(api, ort_python, model, tmp_path):
                 f"{reader} reading {writer}'s checkpoint: {k} changed"
         assert r["property:epoch"].item() == 4 and r["property:tag"].item() == writer
         assert abs(r["property:best"].item() - 0.125) == 0
+        # A schedule goes on from the 3 saved steps, then 2 more (ORT's
+        # warm-up runs over the total count, see LinearLRScheduler).
+        f32 = np.float32
+        assert r["scheduled_lr"].item() == float(f32(0.1) * (f32(3) / f32(10)))
+        assert r["scheduled_lr_after"].item() == float(f32(0.1) * (f32(5) / f32(10)))
     # Training on from a checkpoint continues the same way whoever wrote it
     # and whoever reads it: moments and step included.
     for writer in ("ort", "comet"):
@@ -441,3 +446,14 @@ def test_the_state_keeps_the_trained_values(api, tmp_path):
     second(x, y)
     assert all(np.array_equal(state.parameters[n].data, v) for n, v in trained.items())
     assert state.parameters["fc3.bias"].grad.any()
+
+
+def test_a_memory_budget_reaches_the_engine(api):
+    folder = FIXTURES / "resnet"
+    state = api.CheckpointState.load_checkpoint(folder / "checkpoint")
+    module = api.Module(folder / "training_model.onnx", state, memory_budget="3MiB")
+    module(*api_scenarios.batch(8, 0))
+    budget = module.memory_stats()["budget"]
+    assert budget["bytes"] == 3 << 20
+    assert 0 < budget["graph_bytes"] < budget["bytes"]
+    assert budget["predicted_peak_bytes"] > 0 and budget["assumed_sz_ratio"] == 3.0

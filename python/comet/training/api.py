@@ -633,7 +633,10 @@ class Module:
             self._live.active.learning_rate = lr
 
     def _optimizer_steps(self) -> int:
-        return self._live.active.optimizer_steps if self._live.active is not None else 0
+        """Optimizer steps taken, counting those of the checkpoint's
+        optimizer state (what LinearLRScheduler reads)."""
+        engine = self._live.active
+        return engine.optimizer_steps if engine is not None else self._state._ckpt.optimizer_step
 
 
 class _Live:
