@@ -19,6 +19,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -457,3 +458,32 @@ def test_a_memory_budget_reaches_the_engine(api):
     assert budget["bytes"] == 3 << 20
     assert 0 < budget["graph_bytes"] < budget["bytes"]
     assert budget["predicted_peak_bytes"] > 0 and budget["assumed_sz_ratio"] == 3.0
+
+
+def test_torch_tensors_through_dlpack(ort_python, tmp_path):
+    # In .venv-export (torch 1.13): a torch tensor is read through DLPack
+    # where it lies; a non-contiguous one is copied; a wrong dtype is named.
+    script = tmp_path / "torch_inputs.py"
+    script.write_text(textwrap.dedent(f"""
+        import numpy as np, torch
+        from comet.training.api import CheckpointState, Module, InputTypeError
+        d = "{FIXTURES / 'lenet'}"
+        state = CheckpointState.load_checkpoint(d + "/checkpoint")
+        module = Module(d + "/training_model.onnx", state, compress="none")
+        x = torch.rand(8, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        y = torch.arange(8) % 10
+        losses = []
+        for xs in (x, x.transpose(2, 3).contiguous().transpose(2, 3), x.numpy()):
+            losses.append(float(module(xs, y if not isinstance(xs, np.ndarray) else y.numpy())))
+            module.lazy_reset_grad()
+        try:
+            module(x.double(), y)
+        except InputTypeError as e:
+            print("error:", e)
+        print("losses:", losses)
+    """))
+    r = subprocess.run([ort_python, str(script)], capture_output=True, text=True, env=env())
+    assert r.returncode == 0, r.stderr[-3000:]
+    losses = eval(next(l for l in r.stdout.splitlines() if l.startswith("losses:"))[7:])
+    assert losses[0] == losses[1] == losses[2]
+    assert "input 'input' (1 of 2) has dtype float64, expected float32" in r.stdout
