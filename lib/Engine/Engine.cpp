@@ -50,6 +50,34 @@ size_t elemBytesOf(Type t) {
   return (t.getIntOrFloatBitWidth() + 7) / 8;
 }
 
+/// TensorProto.DataType of an element type (0: none fits).
+int32_t onnxTypeOf(Type t) {
+  if (t.isF32())
+    return 1;
+  if (t.isF64())
+    return 11;
+  if (t.isF16())
+    return 10;
+  if (t.isBF16())
+    return 16;
+  if (t.isInteger(1))
+    return 9;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 8:
+      return u ? 2 : 3;
+    case 16:
+      return u ? 4 : 5;
+    case 32:
+      return u ? 12 : 6;
+    case 64:
+      return u ? 13 : 7;
+    }
+  }
+  return 0;
+}
+
 std::string dirOf(StringRef path) {
   SmallString<256> d(path);
   llvm::sys::path::remove_filename(d);
@@ -142,6 +170,15 @@ Error Engine::Impl::runPipeline(ModuleOp m, StringRef pipeline) {
   return Error::success();
 }
 
+std::string Engine::Impl::resolveOptimizerPath(StringRef optimizerPath) const {
+  if (optimizerPath == EngineOptions::kBuiltinOptimizer)
+    return "";
+  if (!optimizerPath.empty())
+    return optimizerPath.str();
+  std::string guess = dirOf(path) + "/optimizer_model.onnx";
+  return llvm::sys::fs::exists(guess) ? guess : "";
+}
+
 func::FuncOp Engine::Impl::mainFunc(ModuleOp m) {
   for (auto f : m.getOps<func::FuncOp>())
     if (!f.isExternal())
@@ -167,6 +204,7 @@ Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
       a.name = n.getValue().str();
     a.shape.assign(mt.getShape().begin(), mt.getShape().end());
     a.elemBytes = elemBytesOf(mt.getElementType());
+    a.onnxType = onnxTypeOf(mt.getElementType());
     a.isResult = static_cast<bool>(f.getArgAttr(i, "comet.result"));
     // Roles the lowering marks (include/comet/Conversion/Passes.td).
     if (auto c = f.getArgAttrOfType<IntegerAttr>(i, "comet.labels")) {
@@ -369,14 +407,7 @@ Error Engine::compile(const EngineOptions &options) {
     return e;
   // The optimizer first: its state is part of what a budget must fit.
   std::string dir = dirOf(I.path);
-  I.paths.optimizer = options.optimizerPath;
-  if (I.paths.optimizer == EngineOptions::kBuiltinOptimizer) {
-    I.paths.optimizer.clear();
-  } else if (I.paths.optimizer.empty()) {
-    std::string guess = dir + "/optimizer_model.onnx";
-    if (llvm::sys::fs::exists(guess))
-      I.paths.optimizer = guess;
-  }
+  I.paths.optimizer = I.resolveOptimizerPath(options.optimizerPath);
   auto optimizer = I.readOptimizerConfig(I.paths.optimizer);
   if (!optimizer)
     return optimizer.takeError();
@@ -510,7 +541,9 @@ Error Engine::compile(const EngineOptions &options) {
     if (Error e = I.loadState(*options.initialState))
       return err(I.paths.weights + ": " + toString(std::move(e)));
   std::string evalPath = options.evalModelPath;
-  if (evalPath.empty()) {
+  if (evalPath == EngineOptions::kNoEvalModel) {
+    evalPath.clear();
+  } else if (evalPath.empty()) {
     std::string guess = dir + "/eval_model.onnx";
     if (llvm::sys::fs::exists(guess))
       evalPath = guess;

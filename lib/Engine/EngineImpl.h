@@ -86,6 +86,10 @@ struct Engine::Impl {
   /// SGD) with the options' learning rate, momentum and weight decay.
   llvm::Expected<OptimizerConfig>
   readOptimizerConfig(llvm::StringRef optimizerPath);
+  /// The optimizer graph EngineOptions::optimizerPath names: empty for
+  /// the built-in SGD; "" guesses optimizer_model.onnx next to the
+  /// training graph.
+  std::string resolveOptimizerPath(llvm::StringRef optimizerPath) const;
   /// The extra compress-activations options for opts.memoryBudget, given
   /// the optimizer's state bytes, and the part of the budget left to the
   /// graph; checks the options.

@@ -286,6 +286,9 @@ comet::measureGradError(Engine &compressed, Engine &reference,
   for (const std::string &p : compressed.trainableParameters())
     if (Error e = reference.setParameter(p, compressed.parameter(p)))
       return std::move(e);
+  // Each measurement is one batch's gradient: overwrite the buffers
+  // rather than add to what the engines accumulated (lazyResetGrad).
+  reference.lazyResetGrad();
   auto refLoss = reference.computeGradients(images, labels);
   if (!refLoss)
     return refLoss.takeError();
@@ -316,6 +319,7 @@ comet::measureGradError(Engine &compressed, Engine &reference,
                            o.slot == s.slot ? saved[o.slot] : exact);
     comet_rt_slot_observations_clear(ctx);
     comet_rt_slot_stats_enable(ctx, 1);
+    compressed.lazyResetGrad();
     auto loss = compressed.computeGradients(images, labels);
     comet_rt_slot_stats_enable(ctx, 0);
     if (!loss)

@@ -76,8 +76,9 @@ struct EngineOptions {
   /// to the training graph, else model.onnx there.
   std::string weightsPath;
   /// The eval graph used by evaluate(). Empty: eval_model.onnx next to the
-  /// training graph, when it exists.
+  /// training graph, when it exists; kNoEvalModel: none.
   std::string evalModelPath;
+  static constexpr const char *kNoEvalModel = "none";
   /// LLVM code generation level (0-3).
   unsigned optLevel = 2;
   /// When set, the lowered IR (after comet-lower-to-runtime) is written here.
@@ -222,6 +223,45 @@ public:
   /// The training graph (or the eval graph) lowered to the LLVM dialect
   /// by compile(); null before compile() or without an eval graph.
   mlir::ModuleOp loweredModule(bool eval = false) const;
+
+  // ---- ONNX Runtime's Module and Optimizer ----
+  /// Gradients accumulate across computeGradients() calls (ORT's
+  /// InPlaceAccumulator) until lazyResetGrad(): the next call then
+  /// overwrites them. A new engine starts with a reset pending; step()
+  /// always resets (comet-train's behaviour is unchanged).
+  void lazyResetGrad();
+  /// Runs the optimizer once on the current gradients (ORT's
+  /// Optimizer.step).
+  llvm::Error optimizerStep();
+  llvm::Error setLearningRate(float lr);
+  /// Optimizer steps taken so far.
+  int64_t optimizerSteps() const;
+  /// Replaces the optimizer by the one `optimizerPath` names (as
+  /// EngineOptions::optimizerPath) with its state zeroed, at the options'
+  /// learning rate.
+  llvm::Error setOptimizer(llvm::StringRef optimizerPath);
+  /// What ONNX Runtime's Module shows of the training (or eval) graph, as
+  /// indices into trainer().trainEntry().args (evalEntry().args): the
+  /// inputs that are no parameter, gradient buffer or lazy_reset_grad (the
+  /// data and the labels), and the outputs but the gradient accumulators'
+  /// flags and what the engine adds (Dropout masks, the eval logits), each
+  /// in graph order.
+  struct UserArgs {
+    std::vector<size_t> inputs, outputs;
+  };
+  UserArgs userArgs(bool eval) const;
+  /// computeGradients() that copies the outputs of userArgs(false) to
+  /// `outputs` (host memory, one pointer per output, null to skip one).
+  llvm::Error trainStep(const void *data, const int64_t *labels,
+                        llvm::ArrayRef<void *> outputs);
+  /// One batch (batchSize() samples) through the eval graph; copies the
+  /// outputs of userArgs(true) to `outputs`.
+  llvm::Error evalStep(const void *data, const int64_t *labels,
+                       llvm::ArrayRef<void *> outputs);
+  /// Takes over the training state of `other`, an engine of the same
+  /// graph compiled for another batch size: parameters, gradients,
+  /// optimizer state and step, learning rate, the pending reset.
+  llvm::Error copyStateFrom(const Engine &other);
 
   struct Impl;
 
