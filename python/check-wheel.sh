@@ -15,7 +15,12 @@ command -v ccache >/dev/null && launcher=(-C cmake.define.CMAKE_CXX_COMPILER_LAU
 "$py" -m pip install -q --disable-pip-version-check --no-deps \
   --target "$work/site" "$work"/wheel/comet-*.whl
 cd "$work"
-env -u COMET_BUILD_DIR PYTHONPATH="$work/site" "$py" - "$work/site" "$root" <<'PY'
+# -S: no site hooks, so an editable install of comet in PYTHON's environment
+# (scripts/setup.sh makes one, a meta-path finder that outranks PYTHONPATH)
+# cannot shadow the wheel; its site-packages comes back behind the wheel's
+# folder for numpy.
+purelib=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+env -u COMET_BUILD_DIR PYTHONPATH="$work/site:$purelib" "$py" -S - "$work/site" "$root" <<'PY'
 import sys
 import numpy as np
 import comet.training.api as api
