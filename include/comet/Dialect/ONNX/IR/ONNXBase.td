@@ -70,19 +70,31 @@ def ONNX_I64Attr : SignlessIntegerAttrBase<I64, "64-bit integer attribute"> {
   let convertFromStorage = "$_self.getValue().getSExtValue()";
 }
 
-// Operand and result constraints.
+// Operand and result constraints. An ONNX_OptionalConstraint accepts `none`,
+// the value of an input or output that a node leaves out.
+class ONNX_OptionalConstraint;
 def ONNX_Tensor : AnyTypeOf<[AnyTensor], "tensor">;
-def ONNX_OptTensor : AnyTypeOf<[AnyTensor, NoneType], "tensor or none">;
+def ONNX_OptTensor : AnyTypeOf<[AnyTensor, NoneType], "tensor or none">,
+                     ONNX_OptionalConstraint;
 def ONNX_TensorOrSeq : AnyTypeOf<[AnyTensor, ONNX_SeqType], "tensor or sequence">;
 def ONNX_OptTensorOrSeq : AnyTypeOf<[AnyTensor, ONNX_SeqType, NoneType],
-                                    "tensor, sequence or none">;
+                                    "tensor, sequence or none">,
+                          ONNX_OptionalConstraint;
 
-// An op of ONNX domain `domain` ("" is ai.onnx). The summary starts with the
-// domain so the generated docs show it; lookupOpInfo holds it for code.
+// An op of ONNX domain `domain` ("" is ai.onnx) whose mnemonic is its ONNX
+// op_type. The summary starts with the domain so the generated docs show it.
+// comet-tblgen -gen-onnx-op-table makes the importer's table
+// (comet::onnx::lookupOpInfo) from these definitions: the op_type, the
+// domain, and the node arity and names of the ODS operands and results. A
+// node may leave out trailing ONNX_Opt* values; a Variadic one takes one or
+// more.
 class ONNX_Op<string mnemonic, string domain, string text,
               list<Trait> traits = []>
     : Op<ONNX_Dialect, mnemonic,
          !listconcat(traits, [DeclareOpInterfaceMethods<ONNX_TypeInferenceOpInterface>])> {
+  string onnxOpType = mnemonic;
+  string onnxDomain = domain;
+  string onnxSummary = text;
   let summary = "[" # !if(!eq(domain, ""), "ai.onnx", domain) # "] " # text;
   // One generic form for all: ONNX ops are many and regular.
   let assemblyFormat = [{
