@@ -26,8 +26,9 @@ TEST(ONNXOpTable, SortedAndEveryEntryFound) {
   ArrayRef<OpInfo> ops = getSupportedOps();
   ASSERT_FALSE(ops.empty());
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (i > 0)
+    if (i > 0) {
       EXPECT_LT(ops[i - 1].opType, ops[i].opType);
+    }
     EXPECT_EQ(lookupOpInfo(ops[i].opType), &ops[i]) << ops[i].opType.str();
   }
   EXPECT_EQ(lookupOpInfo("HardSigmoid"), nullptr);
@@ -64,10 +65,12 @@ TEST(ONNXOpTable, NamesMatchTheRegisteredOps) {
   for (const OpInfo &info : getSupportedOps()) {
     std::string name = ("onnx." + info.opType).str();
     EXPECT_TRUE(RegisteredOperationName::lookup(name, &ctx)) << name;
-    if (info.maxInputs != ~0u)
+    if (info.maxInputs != ~0u) {
       EXPECT_EQ(info.inputNames.size(), info.maxInputs) << name;
-    if (info.maxOutputs != ~0u)
+    }
+    if (info.maxOutputs != ~0u) {
       EXPECT_EQ(info.outputNames.size(), info.maxOutputs) << name;
+    }
     EXPECT_FALSE(info.summary.empty()) << name;
     EXPECT_FALSE(StringRef(info.summary).starts_with("[")) << name;
   }

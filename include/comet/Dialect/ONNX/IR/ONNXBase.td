@@ -7,6 +7,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinTypes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "comet/Dialect/ONNX/IR/ONNXInterfaces.td"
+include "comet/Dialect/ONNX/IR/ONNXTraits.td"
 
 def ONNX_Dialect : Dialect {
   let name = "onnx";
@@ -88,10 +89,19 @@ def ONNX_OptTensorOrSeq : AnyTypeOf<[AnyTensor, ONNX_SeqType, NoneType],
 // domain, and the node arity and names of the ODS operands and results. A
 // node may leave out trailing ONNX_Opt* values; a Variadic one takes one or
 // more.
+//
+// Result types: an op with a family trait (ONNX_InferenceTrait,
+// ONNXTraits.td) has its inferResultTypes from the trait; ONNX_Op declares
+// it on every other op, whose C++ defines it (ONNXTypeInference.cpp).
 class ONNX_Op<string mnemonic, string domain, string text,
               list<Trait> traits = []>
     : Op<ONNX_Dialect, mnemonic,
-         !listconcat(traits, [DeclareOpInterfaceMethods<ONNX_TypeInferenceOpInterface>])> {
+         !listconcat(traits,
+           !if(!empty(!filter(t, traits, !isa<ONNX_InferenceTrait>(t))),
+               [DeclareOpInterfaceMethods<ONNX_TypeInferenceOpInterface>],
+               [ONNX_TypeInferenceOpInterface]))> {
+  assert !le(!size(!filter(t, traits, !isa<ONNX_InferenceTrait>(t))), 1),
+         mnemonic # ": an op has one family trait (ONNX_InferenceTrait) at most";
   string onnxOpType = mnemonic;
   string onnxDomain = domain;
   string onnxSummary = text;

@@ -49,6 +49,7 @@ class InPlaceGradient
 } // namespace comet::onnx
 
 #include "comet/Dialect/ONNX/IR/ONNXInterfaces.h.inc"
+#include "comet/Dialect/ONNX/IR/ONNXTraits.h"
 
 #define GET_OP_CLASSES
 #include "comet/Dialect/ONNX/IR/ONNXOps.h.inc"

@@ -96,10 +96,9 @@ def ONNX_ConvOp : ONNX_Op<"Conv", "", "N-d convolution", [Pure]> {
   let hasVerifier = 1;
 }
 
-def ONNX_ReluOp : ONNX_Op<"Relu", "", "max(x, 0)", [Pure]> {
+def ONNX_ReluOp : ONNX_Op<"Relu", "", "max(x, 0)", [Pure, ONNX_UnaryElementwise<"Any">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
 }
 
 def ONNX_MaxPoolOp : ONNX_Op<"MaxPool", "", "N-d max pooling", [Pure]> {
@@ -163,7 +162,7 @@ def ONNX_ReshapeOp : ONNX_Op<"Reshape", "", "Reshape to a 1-d i64 shape", [Pure]
 }
 
 def ONNX_BatchNormalizationOp : ONNX_Op<"BatchNormalization", "",
-    "Batch normalization (inference or training mode)", [Pure]> {
+    "Batch normalization (inference or training mode)", [Pure, ONNX_ResultsLike<[0, 3, 3]>]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$scale, ONNX_Tensor:$B,
                        ONNX_Tensor:$input_mean, ONNX_Tensor:$input_var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
@@ -175,17 +174,17 @@ def ONNX_BatchNormalizationOp : ONNX_Op<"BatchNormalization", "",
 }
 
 class ONNX_BinaryOp<string mnemonic, string text>
-    : ONNX_Op<mnemonic, "", text # " with numpy broadcasting", [Pure]> {
+    : ONNX_Op<mnemonic, "", text # " with numpy broadcasting",
+              [Pure, ONNX_Broadcast<"Same">]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
-  let hasVerifier = 1;
 }
 def ONNX_AddOp : ONNX_BinaryOp<"Add", "A + B">;
 def ONNX_SubOp : ONNX_BinaryOp<"Sub", "A - B">;
 def ONNX_MulOp : ONNX_BinaryOp<"Mul", "A * B">;
 def ONNX_DivOp : ONNX_BinaryOp<"Div", "A / B">;
 
-def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure]> {
+def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     `min` and `max` are optional one-element inputs (ReLU6 is Clip(x, 0, 6)).
   }];
@@ -197,29 +196,27 @@ def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure]> {
 
 class ONNX_CompareOp<string mnemonic, string text>
     : ONNX_Op<mnemonic, "", text # " (bool result) with numpy broadcasting",
-              [Pure]> {
+              [Pure, ONNX_Broadcast<"Bool">]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
-  let hasVerifier = 1;
 }
 def ONNX_GreaterOrEqualOp : ONNX_CompareOp<"GreaterOrEqual", "A >= B">;
 def ONNX_LessOrEqualOp : ONNX_CompareOp<"LessOrEqual", "A <= B">;
 def ONNX_EqualOp : ONNX_CompareOp<"Equal", "A == B">;
 
 def ONNX_AndOp : ONNX_Op<"And", "",
-    "Logical and of bool tensors with numpy broadcasting", [Pure]> {
+    "Logical and of bool tensors with numpy broadcasting", [Pure, ONNX_Broadcast<"Bool">]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
   let hasVerifier = 1;
 }
 
-def ONNX_SumOp : ONNX_Op<"Sum", "", "Sum of its inputs, with broadcasting", [Pure]> {
+def ONNX_SumOp : ONNX_Op<"Sum", "", "Sum of its inputs, with broadcasting", [Pure, ONNX_Broadcast<"Same">]> {
   let arguments = (ins Variadic<ONNX_Tensor>:$data_0);
   let results = (outs ONNX_Tensor:$sum);
-  let hasVerifier = 1;
 }
 
-def ONNX_IdentityOp : ONNX_Op<"Identity", "", "A copy of its input", [Pure]> {
+def ONNX_IdentityOp : ONNX_Op<"Identity", "", "A copy of its input", [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_TensorOrSeq:$input);
   let results = (outs ONNX_TensorOrSeq:$output);
   let hasVerifier = 1;
@@ -244,12 +241,11 @@ def ONNX_ConstantOfShapeOp : ONNX_Op<"ConstantOfShape", "",
   let hasVerifier = 1;
 }
 
-def ONNX_ReduceSumOp : ONNX_Op<"ReduceSum", "", "Sum over `axes`", [Pure]> {
+def ONNX_ReduceSumOp : ONNX_Op<"ReduceSum", "", "Sum over `axes`", [Pure, ONNX_Reduction]> {
   let arguments = (ins ONNX_Tensor:$data, ONNX_OptTensor:$axes,
                        DefaultValuedAttr<ONNX_I64Attr, "1">:$keepdims,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs ONNX_Tensor:$reduced);
-  let hasVerifier = 1;
 }
 
 def ONNX_ExpandOp : ONNX_Op<"Expand", "", "Broadcast to a 1-d i64 shape", [Pure]> {
@@ -304,7 +300,7 @@ def ONNX_TransposeOp : ONNX_Op<"Transpose", "",
   let hasVerifier = 1;
 }
 
-def ONNX_SoftmaxOp : ONNX_Op<"Softmax", "", "Softmax along `axis`", [Pure]> {
+def ONNX_SoftmaxOp : ONNX_Op<"Softmax", "", "Softmax along `axis`", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input,
                        DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis);
   let results = (outs ONNX_Tensor:$output);
@@ -352,7 +348,7 @@ def ONNX_UnsqueezeOp : ONNX_Op<"Unsqueeze", "",
 }
 
 def ONNX_ReduceMeanOp : ONNX_Op<"ReduceMean", "",
-    "Mean over `axes` (an attribute before opset 18)", [Pure]> {
+    "Mean over `axes` (an attribute before opset 18)", [Pure, ONNX_Reduction]> {
   let description = [{ Without `axes`, every dim is reduced. }];
   let arguments = (ins ONNX_Tensor:$data,
                        OptionalAttr<DenseI64ArrayAttr>:$axes,
@@ -402,16 +398,15 @@ def ONNX_ConvGradOp : ONNX_Op<"ConvGrad", "com.microsoft",
 
 def ONNX_ReluGradOp : ONNX_Op<"ReluGrad", "com.microsoft",
     "dX = dY where X > 0, else 0",
-    [Pure, ONNX_InPlaceGradient,
+    [Pure, ONNX_InPlaceGradient, ONNX_ElementwiseGradient<0>,
      DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
-  let hasVerifier = 1;
 }
 
 def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
     "dX = dY / (1 - ratio) where the mask is true, else 0",
-    [Pure, ONNX_InPlaceGradient,
+    [Pure, ONNX_InPlaceGradient, ONNX_ResultsLike<[0]>,
      DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
   let description = [{
     The gradient of Dropout. `ratio` and `training_mode` are Dropout's
@@ -426,7 +421,7 @@ def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
 }
 
 def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
-    "Batch normalization that also returns the saved mean and 1/std", [Pure]> {
+    "Batch normalization that also returns the saved mean and 1/std", [Pure, ONNX_ResultsLike<[0, 3, 3, 3, 3]>]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$scale, ONNX_Tensor:$B,
                        ONNX_Tensor:$input_mean, ONNX_Tensor:$input_var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
@@ -440,7 +435,7 @@ def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
 
 def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
     "com.microsoft", "Gradients of batch normalization",
-    [Pure, ONNX_InPlaceGradient,
+    [Pure, ONNX_InPlaceGradient, ONNX_ResultsLike<[1, 2, 2]>,
      DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
        "getSummedTerms"]>]> {
@@ -457,7 +452,7 @@ def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
 }
 
 def ONNX_ScaleOp : ONNX_Op<"Scale", "com.microsoft",
-    "Multiply (or divide, with scale_down) by a one-element tensor", [Pure]> {
+    "Multiply (or divide, with scale_down) by a one-element tensor", [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_Tensor:$input, ONNX_Tensor:$scale,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$scale_down);
   let results = (outs ONNX_Tensor:$output);
@@ -466,7 +461,7 @@ def ONNX_ScaleOp : ONNX_Op<"Scale", "com.microsoft",
 
 def ONNX_SoftmaxCrossEntropyLossGradOp : ONNX_Op<"SoftmaxCrossEntropyLossGrad",
     "com.microsoft", "Gradient of SoftmaxCrossEntropyLoss w.r.t. the scores",
-    [Pure]> {
+    [Pure, ONNX_ResultsLike<[1]>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$log_prob,
                        ONNX_Tensor:$label, ONNX_OptTensor:$weight,
                        ONNX_OptTensor:$bias,
@@ -489,7 +484,7 @@ def ONNX_SoftmaxCrossEntropyLossInternalOp : ONNX_Op<
 
 def ONNX_SoftmaxCrossEntropyLossInternalGradOp : ONNX_Op<
     "SoftmaxCrossEntropyLossInternalGrad", "com.microsoft",
-    "Gradient of SoftmaxCrossEntropyLossInternal w.r.t. the scores", [Pure]> {
+    "Gradient of SoftmaxCrossEntropyLossInternal w.r.t. the scores", [Pure, ONNX_ResultsLike<[1]>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$log_prob,
                        ONNX_Tensor:$label, ONNX_OptTensor:$weight,
                        ONNX_OptTensor:$ignore_index, ONNX_OptTensor:$bias,
@@ -572,7 +567,7 @@ def ONNX_FusedMatMulOp : ONNX_Op<"FusedMatMul", "com.microsoft",
 
 def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
     "com.microsoft", "Gradients of layer normalization",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ResultsLike<[1, 2, 2]>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
        "getSummedTerms"]>]> {
   let description = [{
@@ -591,7 +586,7 @@ def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
 }
 
 def ONNX_BiasGeluOp : ONNX_Op<"BiasGelu", "com.microsoft",
-    "gelu(A + B) with the exact (erf) GELU; B spans A's last dim", [Pure]> {
+    "gelu(A + B) with the exact (erf) GELU; B spans A's last dim", [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
   let hasVerifier = 1;
@@ -599,7 +594,7 @@ def ONNX_BiasGeluOp : ONNX_Op<"BiasGelu", "com.microsoft",
 
 def ONNX_BiasGeluGrad_dXOp : ONNX_Op<"BiasGeluGrad_dX", "com.microsoft",
     "dX = dY * gelu'(X + B)",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     X, the forward's pre-bias input, is a saved activation
@@ -611,19 +606,18 @@ def ONNX_BiasGeluGrad_dXOp : ONNX_Op<"BiasGeluGrad_dX", "com.microsoft",
 }
 
 def ONNX_GeluOp : ONNX_Op<"Gelu", "com.microsoft",
-    "gelu(X) with the exact (erf) GELU", [Pure]> {
+    "gelu(X) with the exact (erf) GELU", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     ONNX Runtime fuses torch's exported GELU (Div, Erf, Add, Mul) into this
     op when no bias Add precedes it to make a BiasGelu, e.g. after a Gather.
   }];
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
 }
 
 def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
     "dX = dY * gelu'(X)",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     X, the forward's input, is a saved activation
@@ -631,11 +625,10 @@ def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
-  let hasVerifier = 1;
 }
 
 def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
-    "Y = X * sigmoid(alpha * X)", [Pure]> {
+    "Y = X * sigmoid(alpha * X)", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     ONNX Runtime fuses `X * Sigmoid(X)` (torch's SiLU, alpha = 1) and
     `X * Sigmoid(1.702 * X)` into this op. `alpha` is any finite float
@@ -649,7 +642,7 @@ def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
 
 def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
     "dX = dY * (s + alpha * X * s * (1 - s)), s = sigmoid(alpha * X)",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     X, the forward's input, is a saved activation
@@ -664,7 +657,7 @@ def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
 
 def ONNX_SoftmaxGrad_13Op : ONNX_Op<"SoftmaxGrad_13", "com.microsoft",
     "Gradient of Softmax (opset 13) along `axis`: Y * (dY - sum(dY * Y))",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     Y, the forward Softmax output, is a saved activation
@@ -690,16 +683,14 @@ def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
 // with their gradients (ai.onnx and com.microsoft)
 //===----------------------------------------------------------------------===//
 
-def ONNX_SigmoidOp : ONNX_Op<"Sigmoid", "", "1 / (1 + exp(-X))", [Pure]> {
+def ONNX_SigmoidOp : ONNX_Op<"Sigmoid", "", "1 / (1 + exp(-X))", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
 }
 
-def ONNX_TanhOp : ONNX_Op<"Tanh", "", "tanh(X)", [Pure]> {
+def ONNX_TanhOp : ONNX_Op<"Tanh", "", "tanh(X)", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
-  let hasVerifier = 1;
 }
 
 defvar AveragePoolAttrs = (ins AutoPad:$auto_pad,
@@ -736,10 +727,9 @@ def ONNX_PadOp : ONNX_Op<"Pad", "",
   let hasVerifier = 1;
 }
 
-def ONNX_NegOp : ONNX_Op<"Neg", "", "-X", [Pure]> {
+def ONNX_NegOp : ONNX_Op<"Neg", "", "-X", [Pure, ONNX_UnaryElementwise<"FloatOrSignedInt">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
 }
 
 def ONNX_AveragePoolGradOp : ONNX_Op<"AveragePoolGrad", "",
@@ -756,7 +746,8 @@ def ONNX_AveragePoolGradOp : ONNX_Op<"AveragePoolGrad", "",
 
 class ONNX_ActivationGradOp<string mnemonic, string text>
     : ONNX_Op<mnemonic, "com.microsoft", text,
-              [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+              [Pure, ONNX_ElementwiseGradient<1>,
+               DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
                 ["getWeightGradForm", "getSummedTerms",
                  "hasDenseSavedActivation"]>]> {
   let description = [{
@@ -765,7 +756,6 @@ class ONNX_ActivationGradOp<string mnemonic, string text>
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$Y);
   let results = (outs ONNX_Tensor:$dX);
-  let hasVerifier = 1;
 }
 def ONNX_SigmoidGradOp : ONNX_ActivationGradOp<"SigmoidGrad",
                                                "dX = dY * Y * (1 - Y)">;
@@ -782,36 +772,32 @@ def ONNX_PowOp : ONNX_Op<"Pow", "", "X ^ Y with numpy broadcasting", [Pure]> {
   let hasVerifier = 1;
 }
 
-def ONNX_SqrtOp : ONNX_Op<"Sqrt", "", "Element-wise square root", [Pure]> {
+def ONNX_SqrtOp : ONNX_Op<"Sqrt", "", "Element-wise square root", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
 }
 
-def ONNX_ErfOp : ONNX_Op<"Erf", "", "Element-wise error function", [Pure]> {
+def ONNX_ErfOp : ONNX_Op<"Erf", "", "Element-wise error function", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
-  let hasVerifier = 1;
 }
 
-def ONNX_ExpOp : ONNX_Op<"Exp", "", "Element-wise exponential", [Pure]> {
+def ONNX_ExpOp : ONNX_Op<"Exp", "", "Element-wise exponential", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     ONNX Runtime builds Erf's gradient from Mul, Neg and Exp: a GELU that
     it does not fuse (one after a Mul) trains through it.
   }];
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
-  let hasVerifier = 1;
 }
 
 def ONNX_ReciprocalOp : ONNX_Op<"Reciprocal", "", "Element-wise 1 / X",
-                                [Pure]> {
+                                [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     `1 / sqrt(head_dim)` of an attention as torch exports it for eval.
   }];
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
 }
 
 def ONNX_RangeOp : ONNX_Op<"Range", "",
