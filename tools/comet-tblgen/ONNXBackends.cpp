@@ -1,12 +1,14 @@
 //===- ONNXBackends.cpp - TableGen backends for the onnx dialect ----------===//
 //
 // The backends read the ops derived from ONNX_Op (ONNXBase.td): its
-// onnxOpType and onnxDomain fields and its ODS operands and results.
+// onnxOpType and onnxDomain fields, its ODS operands, results and
+// attributes, and its runtimeCall.
 //
 //===----------------------------------------------------------------------===//
 #include "ONNXBackends.h"
 
 #include "mlir/TableGen/Argument.h"
+#include "mlir/TableGen/Attribute.h"
 #include "mlir/TableGen/Operator.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -14,6 +16,7 @@
 #include "llvm/TableGen/TableGenBackend.h"
 
 using namespace llvm;
+using mlir::tblgen::NamedAttribute;
 using mlir::tblgen::NamedTypeConstraint;
 using mlir::tblgen::Operator;
 
@@ -134,5 +137,122 @@ bool comet::tblgen::emitONNXOpTable(const RecordKeeper &records,
   os << "\n// Sorted by op_type (lookupOpInfo searches it).\n"
      << "static const ::comet::onnx::OpInfo kOpInfos[] = {\n"
      << table << "};\n";
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// -gen-onnx-runtime-calls
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// How an attribute becomes a scalar argument of its runtime function.
+struct ScalarArg {
+  const char *kind;    ///< rtabi::Kind enumerator
+  const char *builder; ///< RuntimeLowering method
+  const char *convert; ///< applied to the getter's value
+};
+
+std::optional<ScalarArg> scalarArg(const mlir::tblgen::Attribute &attr) {
+  if (attr.isOptional())
+    return std::nullopt;
+  StringRef ret = attr.getReturnType().trim();
+  if (ret == "::llvm::APFloat")
+    return ScalarArg{"f32", "f32", ".convertToFloat()"};
+  if (ret == "int64_t")
+    return ScalarArg{"i64", "i64", ""};
+  return std::nullopt;
+}
+
+} // namespace
+
+bool comet::tblgen::emitONNXRuntimeCalls(const RecordKeeper &records,
+                                         raw_ostream &os) {
+  emitSourceFileHeader("The onnx ops that lower to one runtime call", os,
+                       records);
+  SmallVector<std::string> classes;
+  os << "#ifdef GEN_ONNX_RUNTIME_CALLS\n#undef GEN_ONNX_RUNTIME_CALLS\n\n";
+  for (const Record *def : onnxOps(records)) {
+    StringRef fn = def->getValueAsString("runtimeCall");
+    if (fn.empty())
+      continue;
+    Operator op(def);
+    std::string cls = op.getQualCppClassName();
+    std::string name = op.getOperationName();
+    auto fail = [&](const Twine &why) {
+      PrintFatalError(def->getLoc(),
+                      name + ": runtimeCall '" + fn + "': " + why +
+                          "; write a lowering pattern for it instead");
+    };
+    if (op.isVariadic())
+      fail("variadic operands or results have no fixed argument position");
+    // Arguments as abi.def orders them: the inputs, the outputs, then the
+    // attributes in the op's order, each with the kind it must have.
+    SmallVector<std::pair<std::string, std::string>> args; // {expr, check}
+    for (int i = 0, e = op.getNumOperands(); i < e; ++i)
+      args.push_back(
+          {"rt.operand(op->getOperand(" + std::to_string(i) + "))", "tensor"});
+    for (int i = 0, e = op.getNumResults(); i < e; ++i)
+      args.push_back(
+          {"rt.result(op->getResult(" + std::to_string(i) + "))", "tensor"});
+    // The attributes: all of them in the op's order, or those that
+    // runtimeCallAttrs names, in its order.
+    SmallVector<const NamedAttribute *> attrs;
+    if (def->isValueUnset("runtimeCallAttrs")) {
+      for (const NamedAttribute &a : op.getAttributes())
+        attrs.push_back(&a);
+    } else {
+      for (StringRef attrName :
+           def->getValueAsListOfStrings("runtimeCallAttrs")) {
+        const NamedAttribute *a =
+            llvm::find_if(op.getAttributes(), [&](const NamedAttribute &x) {
+              return x.name == attrName;
+            });
+        if (a == op.getAttributes().end())
+          fail("runtimeCallAttrs names '" + attrName +
+               "', which is no attribute of the op");
+        attrs.push_back(a);
+      }
+    }
+    for (const NamedAttribute *ap : attrs) {
+      const NamedAttribute &a = *ap;
+      std::optional<ScalarArg> s = scalarArg(a.attr);
+      if (!s)
+        fail("attribute '" + a.name + "' (" + a.attr.getReturnType() +
+             ") is no i64 or f32 scalar");
+      args.push_back({("rt." + Twine(s->builder) + "(op." +
+                       op.getGetterName(a.name) + "()" + s->convert + ")")
+                          .str(),
+                      s->kind});
+    }
+    std::string fnRef = "::comet::rtabi::Fn::" + fn.str();
+    os << "/// " << name << " -> comet_rt_" << fn << " (its runtimeCall).\n"
+       << "static ::mlir::LogicalResult lowerRuntimeCall(" << cls
+       << " op, RuntimeLowering &rt) {\n"
+       << "  static_assert(::comet::rtabi::numParams(" << fnRef
+       << ") == " << args.size() << ",\n                \"" << name
+       << ": comet_rt_" << fn << " must take " << args.size()
+       << " arguments (inputs, outputs, attributes)\");\n";
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      std::string kind =
+          "::comet::rtabi::paramKind(" + fnRef + ", " + std::to_string(i) + ")";
+      os << "  static_assert("
+         << (arg.second == "tensor"
+                 ? "::comet::rtabi::isTensorKind(" + kind + ")"
+                 : kind + " == ::comet::rtabi::Kind::" + arg.second)
+         << ",\n                \"" << name << ": argument " << i
+         << " of comet_rt_" << fn << " must be "
+         << (arg.second == "tensor" ? "a tensor" : "an " + arg.second)
+         << "\");\n";
+    }
+    os << "  return rt.call(" << fnRef << ", {";
+    for (auto [i, arg] : llvm::enumerate(args))
+      os << (i ? ",\n                  " : "") << arg.first;
+    os << "});\n}\n\n";
+    classes.push_back(cls);
+  }
+  os << "#endif // GEN_ONNX_RUNTIME_CALLS\n\n"
+     << "#ifdef GEN_ONNX_RUNTIME_CALL_OPS\n#undef GEN_ONNX_RUNTIME_CALL_OPS\n"
+     << llvm::join(classes, ",\n") << "\n#endif // GEN_ONNX_RUNTIME_CALL_OPS\n";
   return false;
 }

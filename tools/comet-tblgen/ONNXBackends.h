@@ -11,6 +11,11 @@ namespace comet::tblgen {
 /// op_type.
 bool emitONNXOpTable(const llvm::RecordKeeper &records, llvm::raw_ostream &os);
 
+/// One lowering function per ONNX_Op with a `runtimeCall`, and the list of
+/// those ops (comet-lower-to-runtime's generated patterns).
+bool emitONNXRuntimeCalls(const llvm::RecordKeeper &records,
+                          llvm::raw_ostream &os);
+
 } // namespace comet::tblgen
 
 #endif

@@ -101,10 +101,20 @@ class ONNX_Op<string mnemonic, string domain, string text,
                [DeclareOpInterfaceMethods<ONNX_TypeInferenceOpInterface>],
                [ONNX_TypeInferenceOpInterface]))> {
   assert !le(!size(!filter(t, traits, !isa<ONNX_InferenceTrait>(t))), 1),
-         mnemonic # ": an op has one family trait (ONNX_InferenceTrait) at most";
+         mnemonic # ": an op has one family trait (ONNX_InferenceTrait) "
+                  # "at most";
   string onnxOpType = mnemonic;
   string onnxDomain = domain;
   string onnxSummary = text;
+  // The runtime function (abi.def) the op lowers to, when its lowering is
+  // that one call with the op's inputs, then its outputs, then its
+  // attributes as i64 or f32 scalars (abi.def's order): comet-tblgen
+  // -gen-onnx-runtime-calls generates the lowering pattern, and the build
+  // checks the arguments against abi.def. Empty: a hand-written pattern
+  // lowers the op (lib/Conversion/CometToRuntime).
+  string runtimeCall = "";
+  // The attributes the call takes, in its order; unset: all of the op's.
+  list<string> runtimeCallAttrs = ?;
   let summary = "[" # !if(!eq(domain, ""), "ai.onnx", domain) # "] " # text;
   // One generic form for all: ONNX ops are many and regular.
   let assemblyFormat = [{

@@ -96,9 +96,11 @@ def ONNX_ConvOp : ONNX_Op<"Conv", "", "N-d convolution", [Pure]> {
   let hasVerifier = 1;
 }
 
-def ONNX_ReluOp : ONNX_Op<"Relu", "", "max(x, 0)", [Pure, ONNX_UnaryElementwise<"Any">]> {
+def ONNX_ReluOp : ONNX_Op<"Relu", "", "max(x, 0)",
+    [Pure, ONNX_UnaryElementwise<"Any">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
+  let runtimeCall = "relu";
 }
 
 def ONNX_MaxPoolOp : ONNX_Op<"MaxPool", "", "N-d max pooling", [Pure]> {
@@ -116,6 +118,7 @@ def ONNX_GlobalAveragePoolOp : ONNX_Op<"GlobalAveragePool", "",
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
+  let runtimeCall = "global_average_pool";
 }
 
 def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure,
@@ -133,6 +136,7 @@ def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$transB);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
+  let runtimeCall = "gemm";
 }
 
 def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul", [Pure,
@@ -146,23 +150,29 @@ def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul", [Pure,
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
+  let runtimeCall = "matmul";
 }
 
-def ONNX_FlattenOp : ONNX_Op<"Flatten", "", "Flatten to 2-d at `axis`", [Pure]> {
+def ONNX_FlattenOp : ONNX_Op<"Flatten", "", "Flatten to 2-d at `axis`",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$input, DefaultValuedAttr<ONNX_I64Attr, "1">:$axis);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "flatten";
 }
 
-def ONNX_ReshapeOp : ONNX_Op<"Reshape", "", "Reshape to a 1-d i64 shape", [Pure]> {
+def ONNX_ReshapeOp : ONNX_Op<"Reshape", "", "Reshape to a 1-d i64 shape",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$data, ONNX_Tensor:$shape,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$allowzero);
   let results = (outs ONNX_Tensor:$reshaped);
   let hasVerifier = 1;
+  let runtimeCall = "reshape";
 }
 
 def ONNX_BatchNormalizationOp : ONNX_Op<"BatchNormalization", "",
-    "Batch normalization (inference or training mode)", [Pure, ONNX_ResultsLike<[0, 3, 3]>]> {
+    "Batch normalization (inference or training mode)",
+    [Pure, ONNX_ResultsLike<[0, 3, 3]>]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$scale, ONNX_Tensor:$B,
                        ONNX_Tensor:$input_mean, ONNX_Tensor:$input_var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
@@ -184,7 +194,8 @@ def ONNX_SubOp : ONNX_BinaryOp<"Sub", "A - B">;
 def ONNX_MulOp : ONNX_BinaryOp<"Mul", "A * B">;
 def ONNX_DivOp : ONNX_BinaryOp<"Div", "A / B">;
 
-def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure, ONNX_UnaryElementwise<"Float">]> {
+def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     `min` and `max` are optional one-element inputs (ReLU6 is Clip(x, 0, 6)).
   }];
@@ -192,6 +203,7 @@ def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure, ONNX_U
                        ONNX_OptTensor:$max);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "clip";
 }
 
 class ONNX_CompareOp<string mnemonic, string text>
@@ -205,24 +217,29 @@ def ONNX_LessOrEqualOp : ONNX_CompareOp<"LessOrEqual", "A <= B">;
 def ONNX_EqualOp : ONNX_CompareOp<"Equal", "A == B">;
 
 def ONNX_AndOp : ONNX_Op<"And", "",
-    "Logical and of bool tensors with numpy broadcasting", [Pure, ONNX_Broadcast<"Bool">]> {
+    "Logical and of bool tensors with numpy broadcasting",
+    [Pure, ONNX_Broadcast<"Bool">]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
   let hasVerifier = 1;
+  let runtimeCall = "and_i1";
 }
 
-def ONNX_SumOp : ONNX_Op<"Sum", "", "Sum of its inputs, with broadcasting", [Pure, ONNX_Broadcast<"Same">]> {
+def ONNX_SumOp : ONNX_Op<"Sum", "", "Sum of its inputs, with broadcasting",
+    [Pure, ONNX_Broadcast<"Same">]> {
   let arguments = (ins Variadic<ONNX_Tensor>:$data_0);
   let results = (outs ONNX_Tensor:$sum);
 }
 
-def ONNX_IdentityOp : ONNX_Op<"Identity", "", "A copy of its input", [Pure, ONNX_ResultsLike<[0]>]> {
+def ONNX_IdentityOp : ONNX_Op<"Identity", "", "A copy of its input",
+    [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_TensorOrSeq:$input);
   let results = (outs ONNX_TensorOrSeq:$output);
   let hasVerifier = 1;
 }
 
-def ONNX_ShapeOp : ONNX_Op<"Shape", "", "The shape of a tensor as 1-d i64", [Pure]> {
+def ONNX_ShapeOp : ONNX_Op<"Shape", "", "The shape of a tensor as 1-d i64",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$data, OptionalAttr<ONNX_I64Attr>:$end,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$start);
   let results = (outs ONNX_Tensor:$shape);
@@ -241,17 +258,21 @@ def ONNX_ConstantOfShapeOp : ONNX_Op<"ConstantOfShape", "",
   let hasVerifier = 1;
 }
 
-def ONNX_ReduceSumOp : ONNX_Op<"ReduceSum", "", "Sum over `axes`", [Pure, ONNX_Reduction]> {
+def ONNX_ReduceSumOp : ONNX_Op<"ReduceSum", "", "Sum over `axes`",
+    [Pure, ONNX_Reduction]> {
   let arguments = (ins ONNX_Tensor:$data, ONNX_OptTensor:$axes,
                        DefaultValuedAttr<ONNX_I64Attr, "1">:$keepdims,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs ONNX_Tensor:$reduced);
+  let runtimeCall = "reduce_sum";
 }
 
-def ONNX_ExpandOp : ONNX_Op<"Expand", "", "Broadcast to a 1-d i64 shape", [Pure]> {
+def ONNX_ExpandOp : ONNX_Op<"Expand", "", "Broadcast to a 1-d i64 shape",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$input, ONNX_Tensor:$shape);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "expand";
 }
 
 def ONNX_CastOp : ONNX_Op<"Cast", "", "Element type conversion", [Pure]> {
@@ -263,7 +284,8 @@ def ONNX_CastOp : ONNX_Op<"Cast", "", "Element type conversion", [Pure]> {
 }
 
 def ONNX_SoftmaxCrossEntropyLossOp : ONNX_Op<"SoftmaxCrossEntropyLoss", "",
-    "Softmax cross-entropy of scores N x C x ... against labels N x ...", [Pure]> {
+    "Softmax cross-entropy of scores N x C x ... against labels N x ...",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$scores, ONNX_Tensor:$labels,
                        ONNX_OptTensor:$weights,
                        OptionalAttr<ONNX_I64Attr>:$ignore_index,
@@ -286,6 +308,8 @@ def ONNX_DropoutOp : ONNX_Op<"Dropout", "",
                        OptionalAttr<ONNX_I64Attr>:$seed);
   let results = (outs ONNX_Tensor:$output, ONNX_OptTensor:$mask);
   let hasVerifier = 1;
+  let runtimeCall = "dropout";
+  let runtimeCallAttrs = [];
 }
 
 //===----------------------------------------------------------------------===//
@@ -300,11 +324,13 @@ def ONNX_TransposeOp : ONNX_Op<"Transpose", "",
   let hasVerifier = 1;
 }
 
-def ONNX_SoftmaxOp : ONNX_Op<"Softmax", "", "Softmax along `axis`", [Pure, ONNX_UnaryElementwise<"Float">]> {
+def ONNX_SoftmaxOp : ONNX_Op<"Softmax", "", "Softmax along `axis`",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input,
                        DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "softmax";
 }
 
 def ONNX_LayerNormalizationOp : ONNX_Op<"LayerNormalization", "",
@@ -331,6 +357,7 @@ def ONNX_SliceOp : ONNX_Op<"Slice", "",
                        ONNX_OptTensor:$steps);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "slice";
 }
 
 def ONNX_SqueezeOp : ONNX_Op<"Squeeze", "", "Remove dims of size 1", [Pure]> {
@@ -374,6 +401,8 @@ def ONNX_MaxPoolGradOp : ONNX_Op<"MaxPoolGrad", "",
   let arguments = !con((ins ONNX_Tensor:$dY, ONNX_Tensor:$Indices), MaxPoolAttrs);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "maxpool_grad";
+  let runtimeCallAttrs = [];
 }
 
 //===----------------------------------------------------------------------===//
@@ -421,7 +450,8 @@ def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
 }
 
 def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
-    "Batch normalization that also returns the saved mean and 1/std", [Pure, ONNX_ResultsLike<[0, 3, 3, 3, 3]>]> {
+    "Batch normalization that also returns the saved mean and 1/std",
+    [Pure, ONNX_ResultsLike<[0, 3, 3, 3, 3]>]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$scale, ONNX_Tensor:$B,
                        ONNX_Tensor:$input_mean, ONNX_Tensor:$input_var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
@@ -449,10 +479,12 @@ def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
   let results = (outs ONNX_Tensor:$X_grad, ONNX_OptTensor:$scale_grad,
                       ONNX_OptTensor:$B_grad);
   let hasVerifier = 1;
+  let runtimeCall = "batch_norm_grad";
 }
 
 def ONNX_ScaleOp : ONNX_Op<"Scale", "com.microsoft",
-    "Multiply (or divide, with scale_down) by a one-element tensor", [Pure, ONNX_ResultsLike<[0]>]> {
+    "Multiply (or divide, with scale_down) by a one-element tensor",
+    [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_Tensor:$input, ONNX_Tensor:$scale,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$scale_down);
   let results = (outs ONNX_Tensor:$output);
@@ -484,7 +516,8 @@ def ONNX_SoftmaxCrossEntropyLossInternalOp : ONNX_Op<
 
 def ONNX_SoftmaxCrossEntropyLossInternalGradOp : ONNX_Op<
     "SoftmaxCrossEntropyLossInternalGrad", "com.microsoft",
-    "Gradient of SoftmaxCrossEntropyLossInternal w.r.t. the scores", [Pure, ONNX_ResultsLike<[1]>]> {
+    "Gradient of SoftmaxCrossEntropyLossInternal w.r.t. the scores",
+    [Pure, ONNX_ResultsLike<[1]>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$log_prob,
                        ONNX_Tensor:$label, ONNX_OptTensor:$weight,
                        ONNX_OptTensor:$ignore_index, ONNX_OptTensor:$bias,
@@ -506,6 +539,7 @@ def ONNX_InPlaceAccumulatorV2Op : ONNX_Op<"InPlaceAccumulatorV2", "com.microsoft
   let results = (outs ONNX_Tensor:$updated_flag,
                       ONNX_OptTensor:$accumulation_buffer_out);
   let hasVerifier = 1;
+  let runtimeCall = "inplace_accumulator_v2";
 }
 
 def ONNX_AdamWOptimizerOp : ONNX_Op<"AdamWOptimizer", "com.microsoft",
@@ -567,7 +601,8 @@ def ONNX_FusedMatMulOp : ONNX_Op<"FusedMatMul", "com.microsoft",
 
 def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
     "com.microsoft", "Gradients of layer normalization",
-    [Pure, ONNX_ResultsLike<[1, 2, 2]>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ResultsLike<[1, 2, 2]>,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
        "getSummedTerms"]>]> {
   let description = [{
@@ -583,18 +618,23 @@ def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
   let results = (outs ONNX_Tensor:$X_grad, ONNX_OptTensor:$scale_grad,
                       ONNX_OptTensor:$bias_grad);
   let hasVerifier = 1;
+  let runtimeCall = "layer_norm_grad";
+  let runtimeCallAttrs = ["axis", "epsilon"];
 }
 
 def ONNX_BiasGeluOp : ONNX_Op<"BiasGelu", "com.microsoft",
-    "gelu(A + B) with the exact (erf) GELU; B spans A's last dim", [Pure, ONNX_ResultsLike<[0]>]> {
+    "gelu(A + B) with the exact (erf) GELU; B spans A's last dim",
+    [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
   let hasVerifier = 1;
+  let runtimeCall = "bias_gelu";
 }
 
 def ONNX_BiasGeluGrad_dXOp : ONNX_Op<"BiasGeluGrad_dX", "com.microsoft",
     "dX = dY * gelu'(X + B)",
-    [Pure, ONNX_ElementwiseGradient<0>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     X, the forward's pre-bias input, is a saved activation
@@ -603,21 +643,25 @@ def ONNX_BiasGeluGrad_dXOp : ONNX_Op<"BiasGeluGrad_dX", "com.microsoft",
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "bias_gelu_grad_dx";
 }
 
 def ONNX_GeluOp : ONNX_Op<"Gelu", "com.microsoft",
-    "gelu(X) with the exact (erf) GELU", [Pure, ONNX_UnaryElementwise<"Float">]> {
+    "gelu(X) with the exact (erf) GELU",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     ONNX Runtime fuses torch's exported GELU (Div, Erf, Add, Mul) into this
     op when no bias Add precedes it to make a BiasGelu, e.g. after a Gather.
   }];
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
+  let runtimeCall = "gelu";
 }
 
 def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
     "dX = dY * gelu'(X)",
-    [Pure, ONNX_ElementwiseGradient<0>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     X, the forward's input, is a saved activation
@@ -625,6 +669,7 @@ def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
+  let runtimeCall = "gelu_grad";
 }
 
 def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
@@ -638,11 +683,13 @@ def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
                        DefaultValuedAttr<F32Attr, "1.702">:$alpha);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
+  let runtimeCall = "quick_gelu";
 }
 
 def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
     "dX = dY * (s + alpha * X * s * (1 - s)), s = sigmoid(alpha * X)",
-    [Pure, ONNX_ElementwiseGradient<0>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     X, the forward's input, is a saved activation
@@ -653,11 +700,13 @@ def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
                        DefaultValuedAttr<F32Attr, "1.702">:$alpha);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "quick_gelu_grad";
 }
 
 def ONNX_SoftmaxGrad_13Op : ONNX_Op<"SoftmaxGrad_13", "com.microsoft",
     "Gradient of Softmax (opset 13) along `axis`: Y * (dY - sum(dY * Y))",
-    [Pure, ONNX_ElementwiseGradient<0>, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     Y, the forward Softmax output, is a saved activation
@@ -667,6 +716,7 @@ def ONNX_SoftmaxGrad_13Op : ONNX_Op<"SoftmaxGrad_13", "com.microsoft",
                        DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "softmax_grad";
 }
 
 def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
@@ -676,6 +726,7 @@ def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
                        ONNX_OptTensor:$axes, ONNX_OptTensor:$steps);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "slice_grad";
 }
 
 //===----------------------------------------------------------------------===//
@@ -683,14 +734,18 @@ def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
 // with their gradients (ai.onnx and com.microsoft)
 //===----------------------------------------------------------------------===//
 
-def ONNX_SigmoidOp : ONNX_Op<"Sigmoid", "", "1 / (1 + exp(-X))", [Pure, ONNX_UnaryElementwise<"Float">]> {
+def ONNX_SigmoidOp : ONNX_Op<"Sigmoid", "", "1 / (1 + exp(-X))",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
+  let runtimeCall = "sigmoid";
 }
 
-def ONNX_TanhOp : ONNX_Op<"Tanh", "", "tanh(X)", [Pure, ONNX_UnaryElementwise<"Float">]> {
+def ONNX_TanhOp : ONNX_Op<"Tanh", "", "tanh(X)",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
+  let runtimeCall = "tanh";
 }
 
 defvar AveragePoolAttrs = (ins AutoPad:$auto_pad,
@@ -727,7 +782,8 @@ def ONNX_PadOp : ONNX_Op<"Pad", "",
   let hasVerifier = 1;
 }
 
-def ONNX_NegOp : ONNX_Op<"Neg", "", "-X", [Pure, ONNX_UnaryElementwise<"FloatOrSignedInt">]> {
+def ONNX_NegOp : ONNX_Op<"Neg", "", "-X",
+    [Pure, ONNX_UnaryElementwise<"FloatOrSignedInt">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
 }
@@ -758,8 +814,12 @@ class ONNX_ActivationGradOp<string mnemonic, string text>
   let results = (outs ONNX_Tensor:$dX);
 }
 def ONNX_SigmoidGradOp : ONNX_ActivationGradOp<"SigmoidGrad",
-                                               "dX = dY * Y * (1 - Y)">;
-def ONNX_TanhGradOp : ONNX_ActivationGradOp<"TanhGrad", "dX = dY * (1 - Y^2)">;
+                                               "dX = dY * Y * (1 - Y)"> {
+  let runtimeCall = "sigmoid_grad";
+}
+def ONNX_TanhGradOp : ONNX_ActivationGradOp<"TanhGrad", "dX = dY * (1 - Y^2)"> {
+  let runtimeCall = "tanh_grad";
+}
 
 //===----------------------------------------------------------------------===//
 // Exported eval graphs (decomposed LayerNorm and GELU, attention shape
@@ -770,25 +830,32 @@ def ONNX_PowOp : ONNX_Op<"Pow", "", "X ^ Y with numpy broadcasting", [Pure]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$Y);
   let results = (outs ONNX_Tensor:$Z);
   let hasVerifier = 1;
+  let runtimeCall = "pow";
 }
 
-def ONNX_SqrtOp : ONNX_Op<"Sqrt", "", "Element-wise square root", [Pure, ONNX_UnaryElementwise<"Float">]> {
+def ONNX_SqrtOp : ONNX_Op<"Sqrt", "", "Element-wise square root",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
+  let runtimeCall = "sqrt";
 }
 
-def ONNX_ErfOp : ONNX_Op<"Erf", "", "Element-wise error function", [Pure, ONNX_UnaryElementwise<"Float">]> {
+def ONNX_ErfOp : ONNX_Op<"Erf", "", "Element-wise error function",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
+  let runtimeCall = "erf";
 }
 
-def ONNX_ExpOp : ONNX_Op<"Exp", "", "Element-wise exponential", [Pure, ONNX_UnaryElementwise<"Float">]> {
+def ONNX_ExpOp : ONNX_Op<"Exp", "", "Element-wise exponential",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     ONNX Runtime builds Erf's gradient from Mul, Neg and Exp: a GELU that
     it does not fuse (one after a Mul) trains through it.
   }];
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
+  let runtimeCall = "exp";
 }
 
 def ONNX_ReciprocalOp : ONNX_Op<"Reciprocal", "", "Element-wise 1 / X",
@@ -798,6 +865,7 @@ def ONNX_ReciprocalOp : ONNX_Op<"Reciprocal", "", "Element-wise 1 / X",
   }];
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
+  let runtimeCall = "reciprocal";
 }
 
 def ONNX_RangeOp : ONNX_Op<"Range", "",
@@ -827,6 +895,7 @@ def ONNX_WhereOp : ONNX_Op<"Where", "",
                        ONNX_Tensor:$Y);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "where";
 }
 
 def ONNX_SplitOp : ONNX_Op<"Split", "",
