@@ -8,6 +8,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <cmath>
+
 #include "comet/Dialect/ONNX/IR/ONNXDialect.h"
 
 #define GET_TYPEDEF_CLASSES
@@ -49,6 +51,7 @@ class InPlaceGradient
 } // namespace comet::onnx
 
 #include "comet/Dialect/ONNX/IR/ONNXInterfaces.h.inc"
+#include "comet/Dialect/ONNX/IR/ONNXSavedActivations.h"
 #include "comet/Dialect/ONNX/IR/ONNXTraits.h"
 
 #define GET_OP_CLASSES

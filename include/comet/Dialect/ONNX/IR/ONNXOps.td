@@ -121,10 +121,8 @@ def ONNX_GlobalAveragePoolOp : ONNX_Op<"GlobalAveragePool", "",
   let runtimeCall = "global_average_pool";
 }
 
-def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure,
-    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
-       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C",
+    [Pure, ONNX_MatMulGradient]> {
   let description = [{
     In a backward pass (dW = Gemm(X, dY, transA = 1)) A or B is a saved
     activation (SavedActivationOpInterface); N is A's contraction dimension.
@@ -139,10 +137,8 @@ def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure,
   let runtimeCall = "gemm";
 }
 
-def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul", [Pure,
-    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
-       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul",
+    [Pure, ONNX_MatMulGradient]> {
   let description = [{
     In a backward pass A or B is a saved activation
     (SavedActivationOpInterface); N is A's last dimension.
@@ -428,15 +424,15 @@ def ONNX_ConvGradOp : ONNX_Op<"ConvGrad", "com.microsoft",
 def ONNX_ReluGradOp : ONNX_Op<"ReluGrad", "com.microsoft",
     "dX = dY where X > 0, else 0",
     [Pure, ONNX_InPlaceGradient, ONNX_ElementwiseGradient<0>,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
+     ONNX_MaskGradient, ONNX_ReadsMaskHandle]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
 }
 
 def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
     "dX = dY / (1 - ratio) where the mask is true, else 0",
-    [Pure, ONNX_InPlaceGradient, ONNX_ResultsLike<[0]>,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
+    [Pure, ONNX_InPlaceGradient, ONNX_ResultsLike<[0]>, ONNX_MaskGradient,
+     ONNX_ReadsMaskHandle]> {
   let description = [{
     The gradient of Dropout. `ratio` and `training_mode` are Dropout's
     inputs; without training mode dX = dY. The bool mask is a saved
@@ -466,12 +462,11 @@ def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
 def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
     "com.microsoft", "Gradients of batch normalization",
     [Pure, ONNX_InPlaceGradient, ONNX_ResultsLike<[1, 2, 2]>,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
-       "getSummedTerms"]>]> {
+     ONNX_NormalizationGradient]> {
   let description = [{
     `variance` is ONNX Runtime's saved 1/std (BatchNormInternal's
-    `saved_inv_std`). X is a saved activation (SavedActivationOpInterface).
+    `saved_inv_std`). X is a saved activation (SavedActivationOpInterface);
+    dscale sums dY * xhat over batch and pixels.
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X, ONNX_Tensor:$scale,
                        ONNX_Tensor:$mean, ONNX_Tensor:$variance,
@@ -480,6 +475,9 @@ def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
                       ONNX_OptTensor:$B_grad);
   let hasVerifier = 1;
   let runtimeCall = "batch_norm_grad";
+  let extraClassDeclaration = [{
+    std::optional<double> getSummedTerms(int64_t dynamicDimSize);
+  }];
 }
 
 def ONNX_ScaleOp : ONNX_Op<"Scale", "com.microsoft",
@@ -579,10 +577,8 @@ def ONNX_SGDOptimizerV2Op : ONNX_Op<"SGDOptimizerV2", "com.microsoft",
 //===----------------------------------------------------------------------===//
 
 def ONNX_FusedMatMulOp : ONNX_Op<"FusedMatMul", "com.microsoft",
-    "alpha * op(A) x op(B), batched, op transposing the last two dims", [Pure,
-    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
-       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+    "alpha * op(A) x op(B), batched, op transposing the last two dims",
+    [Pure, ONNX_MatMulGradient]> {
   let description = [{
     ONNX Runtime's fusion of Transpose and MatMul; the backward of a MatMul
     is written with it, so like MatMul it reads a saved activation there
@@ -601,14 +597,12 @@ def ONNX_FusedMatMulOp : ONNX_Op<"FusedMatMul", "com.microsoft",
 
 def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
     "com.microsoft", "Gradients of layer normalization",
-    [Pure, ONNX_ResultsLike<[1, 2, 2]>,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
-       "getSummedTerms"]>]> {
+    [Pure, ONNX_ResultsLike<[1, 2, 2]>, ONNX_NormalizationGradient]> {
   let description = [{
     Inputs dY, the forward X, the scale, and the forward's saved mean and
     inverse standard deviation; results dX, dscale, dbias. X is a saved
-    activation read through xhat = (X - mean) * inv_std_var.
+    activation read through xhat = (X - mean) * inv_std_var; dscale sums
+    over the rows (the dims before axis).
   }];
   let arguments = (ins ONNX_Tensor:$Y_grad, ONNX_Tensor:$X, ONNX_Tensor:$scale,
                        ONNX_Tensor:$mean, ONNX_Tensor:$inv_std_var,
@@ -620,6 +614,9 @@ def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
   let hasVerifier = 1;
   let runtimeCall = "layer_norm_grad";
   let runtimeCallAttrs = ["axis", "epsilon"];
+  let extraClassDeclaration = [{
+    std::optional<double> getSummedTerms(int64_t dynamicDimSize);
+  }];
 }
 
 def ONNX_BiasGeluOp : ONNX_Op<"BiasGelu", "com.microsoft",
@@ -633,17 +630,20 @@ def ONNX_BiasGeluOp : ONNX_Op<"BiasGelu", "com.microsoft",
 
 def ONNX_BiasGeluGrad_dXOp : ONNX_Op<"BiasGeluGrad_dX", "com.microsoft",
     "dX = dY * gelu'(X + B)",
-    [Pure, ONNX_ElementwiseGradient<0>,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getSummedTerms"]>]> {
+    [Pure, ONNX_ElementwiseGradient<0>, ONNX_ActivationGradient<"Rows">]> {
   let description = [{
     X, the forward's pre-bias input, is a saved activation
-    (SavedActivationOpInterface).
+    (SavedActivationOpInterface): its error reaches the next weight
+    gradient over X's rows.
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
   let runtimeCall = "bias_gelu_grad_dx";
+  let extraClassDeclaration = [{
+    /// |gelu''| <= 2 phi(0) = sqrt(2 / pi).
+    static double getCurvatureBound() { return 0.7978845608; }
+  }];
 }
 
 def ONNX_GeluOp : ONNX_Op<"Gelu", "com.microsoft",
@@ -660,9 +660,7 @@ def ONNX_GeluOp : ONNX_Op<"Gelu", "com.microsoft",
 
 def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
     "dX = dY * gelu'(X)",
-    [Pure, ONNX_ElementwiseGradient<0>,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getSummedTerms"]>]> {
+    [Pure, ONNX_ElementwiseGradient<0>, ONNX_ActivationGradient<"Rows">]> {
   let description = [{
     X, the forward's input, is a saved activation
     (SavedActivationOpInterface), bounded as BiasGeluGrad_dX's.
@@ -670,6 +668,10 @@ def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
   let runtimeCall = "gelu_grad";
+  let extraClassDeclaration = [{
+    /// |gelu''| <= 2 phi(0) = sqrt(2 / pi).
+    static double getCurvatureBound() { return 0.7978845608; }
+  }];
 }
 
 def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
@@ -689,8 +691,7 @@ def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
 def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
     "dX = dY * (s + alpha * X * s * (1 - s)), s = sigmoid(alpha * X)",
     [Pure, ONNX_ElementwiseGradient<0>,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getSummedTerms"]>]> {
+     ONNX_ActivationGradient<"BatchAndPixels">]> {
   let description = [{
     X, the forward's input, is a saved activation
     (SavedActivationOpInterface), bounded as SigmoidGrad's Y with
@@ -701,6 +702,13 @@ def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
   let runtimeCall = "quick_gelu_grad";
+  let extraClassDeclaration = [{
+    /// |f''| = |alpha| s (1 - s) |2 + u (1 - 2 s)| <= |alpha| / 2 for
+    /// f(x) = x sigmoid(alpha x), u = alpha x, s = sigmoid(u) (at u = 0).
+    double getCurvatureBound() {
+      return std::abs(getAlpha().convertToDouble()) / 2;
+    }
+  }];
 }
 
 def ONNX_SoftmaxGrad_13Op : ONNX_Op<"SoftmaxGrad_13", "com.microsoft",
@@ -800,24 +808,31 @@ def ONNX_AveragePoolGradOp : ONNX_Op<"AveragePoolGrad", "",
   let hasVerifier = 1;
 }
 
-class ONNX_ActivationGradOp<string mnemonic, string text>
+// dX = dY * f'(Y) from the forward output Y, dense (no zeros); `curvature`
+// bounds |d f'(Y) / dY| (docs/error-bounds.md, "Sigmoid, tanh and
+// QuickGelu").
+class ONNX_ActivationGradOp<string mnemonic, string text, string curvature>
     : ONNX_Op<mnemonic, "com.microsoft", text,
               [Pure, ONNX_ElementwiseGradient<1>,
-               DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-                ["getWeightGradForm", "getSummedTerms",
-                 "hasDenseSavedActivation"]>]> {
+               ONNX_ActivationGradient<"BatchAndPixels", /*dense=*/1>]> {
   let description = [{
     Y, the forward output, is a saved activation
     (SavedActivationOpInterface).
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$Y);
   let results = (outs ONNX_Tensor:$dX);
+  let extraClassDeclaration = [{
+    static double getCurvatureBound() { return }] # curvature # [{; }
+  }];
 }
+// |d(Y (1 - Y))/dY| = |1 - 2Y| <= 1.
 def ONNX_SigmoidGradOp : ONNX_ActivationGradOp<"SigmoidGrad",
-                                               "dX = dY * Y * (1 - Y)"> {
+                                               "dX = dY * Y * (1 - Y)", "1.0"> {
   let runtimeCall = "sigmoid_grad";
 }
-def ONNX_TanhGradOp : ONNX_ActivationGradOp<"TanhGrad", "dX = dY * (1 - Y^2)"> {
+// |d(1 - Y^2)/dY| = |2Y| <= 2.
+def ONNX_TanhGradOp : ONNX_ActivationGradOp<"TanhGrad", "dX = dY * (1 - Y^2)",
+                                            "2.0"> {
   let runtimeCall = "tanh_grad";
 }
 

@@ -45,4 +45,40 @@ def ONNX_Reduction : NativeOpTrait<"Reduction">, ONNX_InferenceTrait {
   let cppNamespace = "::comet::onnx";
 }
 
+//===----------------------------------------------------------------------===//
+// Saved-activation families (ONNXSavedActivations.h). Each implements
+// SavedActivationOpInterface: an op that lists one lists no interface.
+//===----------------------------------------------------------------------===//
+
+class ONNX_SavedActivationTrait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::comet::onnx";
+}
+
+// Operand 1 is read only as "> 0": a 1-bit mask holds it (ReluGrad, ...).
+def ONNX_MaskGradient : ONNX_SavedActivationTrait<"MaskGradient">;
+
+// The lowering reads the mask operand from a mask handle (not a trait of
+// the interface; ActivationLiveness fuses the decompress only for these).
+def ONNX_ReadsMaskHandle : NativeOpTrait<"ReadsMaskHandle"> {
+  let cppNamespace = "::comet::onnx";
+}
+
+// Gemm, MatMul, FusedMatMul: A or B is a saved activation in the backward.
+def ONNX_MatMulGradient : ONNX_SavedActivationTrait<"MatMulGradient">;
+
+// dX = dY * f'(operand 1): the op defines getCurvatureBound() (max |f''|);
+// `terms` is "BatchAndPixels" or "Rows"; `dense` says the saved value has
+// no zeros.
+class ONNX_ActivationGradient<string terms, bit dense = 0>
+    : ParamNativeOpTrait<"ActivationGradient",
+                         "::comet::onnx::GradientTerms::" # terms # ", " #
+                         !if(dense, "true", "false")> {
+  let cppNamespace = "::comet::onnx";
+}
+
+// BatchNormalizationGrad, LayerNormalizationGrad: X read through xhat; the
+// op defines getSummedTerms.
+def ONNX_NormalizationGradient
+    : ONNX_SavedActivationTrait<"NormalizationGradient">;
+
 #endif // COMET_DIALECT_ONNX_IR_ONNXTRAITS_TD
