@@ -67,3 +67,17 @@ func.func @attribute_subsets(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>, %sc: ten
   %y, %mask = onnx.Dropout(%x, %r, %t) {seed = 7 : i64} : (tensor<2x4xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x4xf32>, none)
   return %dx, %mp, %y : tensor<2x4xf32>, tensor<1x1x4x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// LeakyRelu and LeakyReluGrad: alpha (ONNX's default 0.01) after the output.
+// CHECK-LABEL: func.func @leaky_relu(
+// CHECK: %[[DEFAULT:.*]] = arith.constant 0.00999999977 : f32
+// CHECK: call @comet_rt_leaky_relu(%arg0, %{{.*}}, %[[Y:[a-z0-9_]+]], %[[DEFAULT]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, f32) -> i32
+// CHECK: %[[TENTH:.*]] = arith.constant 1.000000e-01 : f32
+// CHECK: call @comet_rt_leaky_relu_grad(%arg0, %{{.*}}, %[[Y]], %{{.*}}, %[[TENTH]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xf32>, f32) -> i32
+func.func @leaky_relu(%x: tensor<2x4xf32>, %dy: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %y = onnx.LeakyRelu(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %dx = onnx.LeakyReluGrad(%dy, %y) {alpha = 0.1 : f32} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y, %dx : tensor<2x4xf32>, tensor<2x4xf32>
+}

@@ -990,3 +990,21 @@ func.func @reduce_sum_type(%x: tensor<2x4xf32>) {
   %y = onnx.ReduceSum(%x, %axes) : (tensor<2x4xf32>, tensor<1xi64>) -> tensor<2x1xi64>
   return
 }
+
+// -----
+
+// LeakyRelu (UnaryElementwise): float.
+func.func @leaky_relu_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{X must have a float element type, got 'i64'}}
+  %y = onnx.LeakyRelu(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// LeakyReluGrad (ElementwiseGradient): dY and the saved Y have one shape.
+func.func @leaky_relu_grad_shape(%dy: tensor<2x4xf32>, %y: tensor<2x5xf32>) {
+  // expected-error @+1 {{shape mismatch: dY is 'tensor<2x4xf32>' but Y is 'tensor<2x5xf32>'}}
+  %dx = onnx.LeakyReluGrad(%dy, %y) : (tensor<2x4xf32>, tensor<2x5xf32>) -> tensor<2x4xf32>
+  return
+}

@@ -103,6 +103,15 @@ def ONNX_ReluOp : ONNX_Op<"Relu", "", "max(x, 0)",
   let runtimeCall = "relu";
 }
 
+def ONNX_LeakyReluOp : ONNX_Op<"LeakyRelu", "", "X >= 0 ? X : alpha * X",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
+  let description = [{ torch's `nn.LeakyReLU` (`alpha` its negative_slope). }];
+  let arguments = (ins ONNX_Tensor:$X,
+                       DefaultValuedAttr<F32Attr, "0.01">:$alpha);
+  let results = (outs ONNX_Tensor:$Y);
+  let runtimeCall = "leaky_relu";
+}
+
 def ONNX_MaxPoolOp : ONNX_Op<"MaxPool", "", "N-d max pooling", [Pure]> {
   let description = [{
     The optional second result holds the flat index of each maximum, which
@@ -427,6 +436,20 @@ def ONNX_ReluGradOp : ONNX_Op<"ReluGrad", "com.microsoft",
      ONNX_MaskGradient, ONNX_ReadsMaskHandle]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
+}
+
+def ONNX_LeakyReluGradOp : ONNX_Op<"LeakyReluGrad", "com.microsoft",
+    "dX = Y > 0 ? dY : alpha * dY",
+    [Pure, ONNX_InPlaceGradient, ONNX_ElementwiseGradient<0>,
+     ONNX_MaskGradient]> {
+  let description = [{
+    The gradient ONNX Runtime builds for LeakyRelu, from its output Y, a
+    saved activation read only as Y > 0 (a 1-bit mask holds it).
+  }];
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$Y,
+                       DefaultValuedAttr<F32Attr, "0.01">:$alpha);
+  let results = (outs ONNX_Tensor:$dX);
+  let runtimeCall = "leaky_relu_grad";
 }
 
 def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
