@@ -24,7 +24,8 @@ enum class SavedActivationKind {
   /// BatchNormalizationGrad's X: read densely, its error scaled by 1/std.
   BatchNormInput,
   /// Only x > 0 (true, for a bool tensor) matters: ReluGrad's X,
-  /// DropoutGrad's mask. A 1-bit mask stream holds it losslessly.
+  /// DropoutGrad's mask, LeakyReluGrad's Y (the MaskGradient family). A
+  /// 1-bit mask stream holds it losslessly.
   ReluMask,
   /// Integer indices, read exactly (MaxPoolGrad's Indices).
   PoolIndices,
