@@ -104,7 +104,12 @@ LogicalResult family::inferBroadcast(Operation *op, BroadcastResult r,
 
 LogicalResult family::verifyResultsLike(Operation *op,
                                         ArrayRef<unsigned> operands) {
-  assert(operands.size() == op->getNumResults() && "one operand per result");
+  if (operands.size() != op->getNumResults() ||
+      llvm::any_of(operands,
+                   [&](unsigned k) { return k >= op->getNumOperands(); }))
+    return op->emitOpError("ResultsLike names ")
+           << operands.size() << " operands for " << op->getNumResults()
+           << " results";
   for (auto [i, k] : llvm::enumerate(operands)) {
     Value r = op->getResult(i), o = op->getOperand(k);
     if (isNone(r) || isNone(o))
