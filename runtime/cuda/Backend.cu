@@ -290,6 +290,15 @@ __global__ void reluGradK(const float *dy, const float *x, float *dx,
   GRID_STRIDE(i, n) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
+__global__ void leakyReluK(const float *x, float *y, float alpha, int64_t n) {
+  GRID_STRIDE(i, n) y[i] = x[i] >= 0.0f ? x[i] : alpha * x[i];
+}
+
+__global__ void leakyReluGradK(const float *dy, const float *y, float *dx,
+                               float alpha, int64_t n) {
+  GRID_STRIDE(i, n) dx[i] = y[i] > 0.0f ? dy[i] : alpha * dy[i];
+}
+
 /// QuickGelu: y = x * s, s = sigmoid(alpha * x); its gradient
 /// dx = dy * (s + alpha * x * s * (1 - s)).
 __device__ float sigmoidOf(float v) { return 1.0f / (1.0f + expf(-v)); }
@@ -1270,6 +1279,39 @@ int32_t reluGrad(comet_rt_context *ctx, comet_rt_memref *dym,
   return ok();
 }
 
+int32_t leakyRelu(comet_rt_context *ctx, comet_rt_memref *xm,
+                  comet_rt_memref *ym, float alpha) {
+  Tensor x, y;
+  COMET_RT_TRY(view(xm, 4, "leaky_relu X", x));
+  COMET_RT_TRY(view(ym, 4, "leaky_relu Y", y));
+  COMET_RT_CHECK(x.dims == y.dims, "leaky_relu: X ", shapeStr(x.dims),
+                 " and Y ", shapeStr(y.dims), " must share a shape");
+  if (x.numel() == 0)
+    return ok();
+  leakyReluK<<<gridFor(x.numel()), kThreads, 0, state(ctx).stream>>>(
+      x.f(), y.f(), alpha, x.numel());
+  LAUNCHED("leaky_relu");
+  return ok();
+}
+
+int32_t leakyReluGrad(comet_rt_context *ctx, comet_rt_memref *dym,
+                      comet_rt_memref *ym, comet_rt_memref *dxm, float alpha) {
+  Tensor dy, y, dx;
+  COMET_RT_TRY(view(dym, 4, "leaky_relu_grad dY", dy));
+  COMET_RT_TRY(view(ym, 4, "leaky_relu_grad Y", y));
+  COMET_RT_TRY(view(dxm, 4, "leaky_relu_grad dX", dx));
+  COMET_RT_CHECK(dy.dims == y.dims && dx.dims == y.dims,
+                 "leaky_relu_grad: dY ", shapeStr(dy.dims), ", Y ",
+                 shapeStr(y.dims), " and dX ", shapeStr(dx.dims),
+                 " must share a shape");
+  if (y.numel() == 0)
+    return ok();
+  leakyReluGradK<<<gridFor(y.numel()), kThreads, 0, state(ctx).stream>>>(
+      dy.f(), y.f(), dx.f(), alpha, y.numel());
+  LAUNCHED("leaky_relu_grad");
+  return ok();
+}
+
 int32_t quickGelu(comet_rt_context *ctx, comet_rt_memref *xm,
                   comet_rt_memref *ym, float alpha) {
   Tensor x, y;
@@ -2019,6 +2061,8 @@ Backend makeBackend() {
   b.log_softmax = logSoftmax;
   b.relu = relu;
   b.relu_grad = reluGrad;
+  b.leaky_relu = leakyRelu;
+  b.leaky_relu_grad = leakyReluGrad;
   b.quick_gelu = quickGelu;
   b.quick_gelu_grad = quickGeluGrad;
   b.maxpool2d = maxpool2d;

@@ -169,6 +169,42 @@ int32_t comet_rt_cpu_relu_grad(comet_rt_context *ctx, comet_rt_memref *dym,
   return ok();
 }
 
+int32_t comet_rt_cpu_leaky_relu(comet_rt_context *ctx, comet_rt_memref *xm,
+                                comet_rt_memref *ym, float alpha) {
+  Tensor x, y;
+  COMET_RT_TRY(view(xm, 4, "leaky_relu X", x));
+  COMET_RT_TRY(view(ym, 4, "leaky_relu Y", y));
+  COMET_RT_CHECK(x.dims == y.dims, "leaky_relu: X ", shapeStr(x.dims),
+                 " and Y ", shapeStr(y.dims), " must share a shape");
+  const float *a = x.f();
+  float *b = y.f();
+  int64_t n = x.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    b[i] = a[i] >= 0.0f ? a[i] : alpha * a[i];
+  return ok();
+}
+
+int32_t comet_rt_cpu_leaky_relu_grad(comet_rt_context *ctx,
+                                     comet_rt_memref *dym, comet_rt_memref *ym,
+                                     comet_rt_memref *dxm, float alpha) {
+  Tensor dy, y, dx;
+  COMET_RT_TRY(view(dym, 4, "leaky_relu_grad dY", dy));
+  COMET_RT_TRY(view(ym, 4, "leaky_relu_grad Y", y));
+  COMET_RT_TRY(view(dxm, 4, "leaky_relu_grad dX", dx));
+  COMET_RT_CHECK(dy.dims == y.dims && dx.dims == y.dims, "leaky_relu_grad: dY ",
+                 shapeStr(dy.dims), ", Y ", shapeStr(y.dims), " and dX ",
+                 shapeStr(dx.dims), " must share a shape");
+  // Each dY element is read before its dX is written: dX may alias dY.
+  const float *g = dy.f(), *a = y.f();
+  float *o = dx.f();
+  int64_t n = y.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    o[i] = a[i] > 0.0f ? g[i] : alpha * g[i];
+  return ok();
+}
+
 int32_t comet_rt_cpu_add(comet_rt_context *ctx, comet_rt_memref *am,
                          comet_rt_memref *bm, comet_rt_memref *ym) {
   return binary("add", am, bm, ym, [](float a, float b) { return a + b; });
