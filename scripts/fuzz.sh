@@ -8,7 +8,7 @@
 #   idx-parse        the IDX dataset parser (comet_rt_idx_parse)
 #   npy-parse        the .npy/.npz readers and datasets from arrays
 #   import           the ONNX importer (protobuf reader, import, inference)
-#   checkpoint       the ONNX Runtime checkpoint reader (FlatBuffers)
+#   checkpoint       the ONNX Runtime checkpoint reader and writer
 # Each first runs its regression inputs (test/fuzz*/regressions/...) once,
 # then fuzzes from its seeds. A campaign keeps its corpus in
 # $COMET_FUZZ_OUT/<fuzzer>/corpus between runs; SECONDS=0 means no time
@@ -54,7 +54,7 @@ ci_runs() {
   idx-parse) echo 3000000 ;;
   npy-parse) echo 2000000 ;;
   import) echo 40000 ;;
-  checkpoint) echo 1000000 ;;
+  checkpoint) echo 600000 ;;
   esac
 }
 
@@ -130,14 +130,21 @@ for n in "${names[@]}"; do
     extra=(-max_len=$((cap > 131072 ? cap : 131072)) -timeout=20) ;;
   checkpoint)
     bin=$imp/fuzz_checkpoint
-    # The fixtures' checkpoints up to 128 KiB, and the truncated halves of
-    # two of them.
+    # The fixtures' checkpoints up to 128 KiB, ONNX Runtime's after
+    # training (optimizer state, properties), the writer's
+    # (seeds-checkpoint/), and the truncated halves of two of them.
     seed=$out/checkpoint/seeds
+    rm -rf "$seed"
     mkdir -p "$seed"
     for f in "$root"/test/fixtures/models/*/checkpoint; do
       if [ "$(stat -c %s "$f")" -le 131072 ]; then
         cp -f "$f" "$seed/$(basename "$(dirname "$f")")"
       fi
+    done
+    for f in "$root"/test/fixtures/checkpoints/* \
+             "$root"/test/fuzz-import/seeds-checkpoint/*; do
+      case $f in *.py | *.md) continue ;; esac
+      cp -f "$f" "$seed/$(basename "$f")"
     done
     for m in lenet resnet; do
       f=$root/test/fixtures/models/$m/checkpoint

@@ -14,7 +14,7 @@ apt_pkgs=(
   libflatbuffers-dev flatbuffers-compiler
   libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev
   dataset-fashion-mnist
-  python3-venv python3-torch python3-torchvision
+  python3-venv python3-dev python3-torch python3-torchvision
 )
 missing=()
 for p in "${apt_pkgs[@]}"; do
@@ -28,8 +28,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # make_venv DIR REQUIREMENTS PYTHON [venv flags]: a venv with the pinned
-# packages of REQUIREMENTS and the comet package, refreshed only when that
-# file changes.
+# packages of REQUIREMENTS and the comet package (editable), refreshed only
+# when that file changes.
 make_venv() {
   local venv=$1 req=$2 python=$3
   shift 3
@@ -39,7 +39,10 @@ make_venv() {
     echo "[setup] creating Python environment in ${venv#$root/}"
     "$python" -m venv "$@" "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root/python"
+    # Editable, without the extension comet._comet: COMET is not built yet;
+    # comet/_native.py finds the one scripts/build.sh builds in build/.
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
+      --config-settings=cmake.define.COMET_PYTHON_EXTENSION=OFF -e "$root/python"
     echo "$want" > "$stamp"
   fi
 }

@@ -129,9 +129,11 @@ savedActivationKind(Operation *op, unsigned i) {
 }
 
 /// A direct read as a ReLU mask (ReluGrad's X): only X > 0 matters, which a
-/// mask handle answers without decompressing.
+/// mask handle answers without decompressing, by an op whose lowering reads
+/// the handle (onnx::ReadsMaskHandle).
 static bool isFusableMaskUse(const ValueUse &u) {
   return u.user == u.directUser &&
+         u.user->hasTrait<onnx::ReadsMaskHandle>() &&
          savedActivationKind(u.user, u.operandNumber) ==
              onnx::SavedActivationKind::ReluMask;
 }

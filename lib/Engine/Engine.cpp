@@ -52,6 +52,34 @@ size_t elemBytesOf(Type t) {
   return (t.getIntOrFloatBitWidth() + 7) / 8;
 }
 
+/// TensorProto.DataType of an element type (0: none fits).
+int32_t onnxTypeOf(Type t) {
+  if (t.isF32())
+    return 1;
+  if (t.isF64())
+    return 11;
+  if (t.isF16())
+    return 10;
+  if (t.isBF16())
+    return 16;
+  if (t.isInteger(1))
+    return 9;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    bool u = i.isUnsigned();
+    switch (i.getWidth()) {
+    case 8:
+      return u ? 2 : 3;
+    case 16:
+      return u ? 4 : 5;
+    case 32:
+      return u ? 12 : 6;
+    case 64:
+      return u ? 13 : 7;
+    }
+  }
+  return 0;
+}
+
 std::string dirOf(StringRef path) {
   SmallString<256> d(path);
   llvm::sys::path::remove_filename(d);
@@ -144,6 +172,15 @@ Error Engine::Impl::runPipeline(ModuleOp m, StringRef pipeline) {
   return Error::success();
 }
 
+std::string Engine::Impl::resolveOptimizerPath(StringRef optimizerPath) const {
+  if (optimizerPath == EngineOptions::kBuiltinOptimizer)
+    return "";
+  if (!optimizerPath.empty())
+    return optimizerPath.str();
+  std::string guess = dirOf(path) + "/optimizer_model.onnx";
+  return llvm::sys::fs::exists(guess) ? guess : "";
+}
+
 func::FuncOp Engine::Impl::mainFunc(ModuleOp m) {
   for (auto f : m.getOps<func::FuncOp>())
     if (!f.isExternal())
@@ -177,6 +214,7 @@ Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
       a.name = n.getValue().str();
     a.shape.assign(mt.getShape().begin(), mt.getShape().end());
     a.elemBytes = elemBytesOf(mt.getElementType());
+    a.onnxType = onnxTypeOf(mt.getElementType());
     a.isResult = static_cast<bool>(f.getArgAttr(i, "comet.result"));
     // Roles the lowering marks (include/comet/Conversion/Passes.td).
     if (auto c = f.getArgAttrOfType<IntegerAttr>(i, "comet.labels")) {
@@ -379,14 +417,7 @@ Error Engine::compile(const EngineOptions &options) {
     return e;
   // The optimizer first: its state is part of what a budget must fit.
   std::string dir = dirOf(I.path);
-  I.paths.optimizer = options.optimizerPath;
-  if (I.paths.optimizer == EngineOptions::kBuiltinOptimizer) {
-    I.paths.optimizer.clear();
-  } else if (I.paths.optimizer.empty()) {
-    std::string guess = dir + "/optimizer_model.onnx";
-    if (llvm::sys::fs::exists(guess))
-      I.paths.optimizer = guess;
-  }
+  I.paths.optimizer = I.resolveOptimizerPath(options.optimizerPath);
   auto optimizer = I.readOptimizerConfig(I.paths.optimizer);
   if (!optimizer)
     return optimizer.takeError();
@@ -465,16 +496,24 @@ Error Engine::compile(const EngineOptions &options) {
   if (Error e = I.lower(*I.trainLowered, options.batchSize, train, I.trainJit,
                         &sites, options.dumpLoweredIRPath))
     return e;
-  // The artifact folder's files unless the options name others.
+  // The artifact folder's files unless the options name others, or the
+  // initial state.
   I.paths.weights = options.weightsPath;
-  if (I.paths.weights.empty()) {
-    I.paths.weights = dir + "/checkpoint";
-    if (!llvm::sys::fs::exists(I.paths.weights))
-      I.paths.weights = dir + "/model.onnx";
+  llvm::StringMap<InitialValue> initial;
+  if (options.initialState) {
+    if (I.paths.weights.empty())
+      I.paths.weights = "the initial state";
+  } else {
+    if (I.paths.weights.empty()) {
+      I.paths.weights = dir + "/checkpoint";
+      if (!llvm::sys::fs::exists(I.paths.weights))
+        I.paths.weights = dir + "/model.onnx";
+    }
+    auto weights = readInitialWeights(I.paths.weights);
+    if (!weights)
+      return weights.takeError();
+    initial = std::move(*weights);
   }
-  auto weights = readInitialWeights(I.paths.weights);
-  if (!weights)
-    return weights.takeError();
   // Before any device work: a device that lacks an entry the graph or its
   // optimizer calls refuses the graph, naming each such entry.
   std::vector<std::string> needed = train.runtimeEntries;
@@ -487,12 +526,24 @@ Error Engine::compile(const EngineOptions &options) {
   if (Error e = toError(I.trainer.bindTrain(
           std::move(train),
           [&](const std::string &name, InitialWeight &out) {
-            auto it = weights->find(name);
-            if (it == weights->end())
-              return false;
-            out.data = it->second.values.data();
-            out.bytes = it->second.values.size() * sizeof(float);
-            out.dims = &it->second.dims;
+            const std::vector<int64_t> *dims = nullptr;
+            const std::vector<float> *values = nullptr;
+            if (options.initialState) {
+              const checkpoint::Parameter *p = options.initialState->find(name);
+              if (!p)
+                return false;
+              dims = &p->dims;
+              values = &p->values;
+            } else {
+              auto it = initial.find(name);
+              if (it == initial.end())
+                return false;
+              dims = &it->second.dims;
+              values = &it->second.values;
+            }
+            out.data = values->data();
+            out.bytes = values->size() * sizeof(float);
+            out.dims = dims;
             return true;
           },
           I.paths.weights)))
@@ -501,8 +552,15 @@ Error Engine::compile(const EngineOptions &options) {
   I.trainer.setPrediction(std::move(pred));
   if (Error e = toError(I.trainer.setupOptimizer(*optimizer)))
     return e;
+  // ---- checkpoints and export ----
+  // The optimizer state, and the checks that the initial state fits.
+  if (options.initialState)
+    if (Error e = I.loadState(*options.initialState))
+      return err(I.paths.weights + ": " + toString(std::move(e)));
   std::string evalPath = options.evalModelPath;
-  if (evalPath.empty()) {
+  if (evalPath == EngineOptions::kNoEvalModel) {
+    evalPath.clear();
+  } else if (evalPath.empty()) {
     std::string guess = dir + "/eval_model.onnx";
     if (llvm::sys::fs::exists(guess))
       evalPath = guess;

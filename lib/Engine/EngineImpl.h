@@ -86,12 +86,20 @@ struct Engine::Impl {
   /// SGD) with the options' learning rate, momentum and weight decay.
   llvm::Expected<OptimizerConfig>
   readOptimizerConfig(llvm::StringRef optimizerPath);
+  /// The optimizer graph EngineOptions::optimizerPath names: empty for
+  /// the built-in SGD; "" guesses optimizer_model.onnx next to the
+  /// training graph.
+  std::string resolveOptimizerPath(llvm::StringRef optimizerPath) const;
   /// The extra compress-activations options for opts.memoryBudget, given
   /// the optimizer's state bytes, and the part of the budget left to the
   /// graph; checks the options.
   llvm::Expected<std::string> budgetOptions(mlir::ModuleOp specialized,
                                             const OptimizerConfig &optimizer);
   llvm::Error setupEval(llvm::StringRef evalPath);
+  // ---- checkpoints and export ----
+  /// Engine::loadCheckpointState without the compiled() check
+  /// (Checkpoints.cpp).
+  llvm::Error loadState(const checkpoint::Checkpoint &c);
 };
 
 /// A Trainer's message as an llvm::Error (empty: success).

@@ -178,6 +178,17 @@ std::map<int64_t, double> EngineTuner::afterStep(int64_t step) {
   return changed;
 }
 
+Error EngineTuner::restoreState(const std::string &text) {
+  std::string why = bt.restoreState(text);
+  if (!why.empty())
+    return err(why);
+  for (const SlotInfo &info : bt.slots())
+    if (comet_rt_slot_set_eb(engine.runtimeContext(), info.slot,
+                             bt.currentEb(info.slot)) != 0)
+      return err("cannot set the bound of slot " + llvm::Twine(info.slot));
+  return Error::success();
+}
+
 static void putPositive(llvm::json::Object &o, llvm::StringRef key, double v) {
   if (std::isfinite(v) && v > 0)
     o[key] = v;
@@ -275,6 +286,9 @@ comet::measureGradError(Engine &compressed, Engine &reference,
   for (const std::string &p : compressed.trainableParameters())
     if (Error e = reference.setParameter(p, compressed.parameter(p)))
       return std::move(e);
+  // Each measurement is one batch's gradient: overwrite the buffers
+  // rather than add to what the engines accumulated (lazyResetGrad).
+  reference.lazyResetGrad();
   auto refLoss = reference.computeGradients(images, labels);
   if (!refLoss)
     return refLoss.takeError();
@@ -305,6 +319,7 @@ comet::measureGradError(Engine &compressed, Engine &reference,
                            o.slot == s.slot ? saved[o.slot] : exact);
     comet_rt_slot_observations_clear(ctx);
     comet_rt_slot_stats_enable(ctx, 1);
+    compressed.lazyResetGrad();
     auto loss = compressed.computeGradients(images, labels);
     comet_rt_slot_stats_enable(ctx, 0);
     if (!loss)

@@ -3,7 +3,11 @@
 #include "comet/Analysis/ErrorBounds.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace comet;
 using namespace comet::tuner;
@@ -263,4 +267,168 @@ const std::vector<HistoryPoint> &BoundTuner::ratioHistory(int64_t slot) const {
   static const std::vector<HistoryPoint> none;
   const State *st = find(slot);
   return st ? st->ratioHist : none;
+}
+
+// ---- checkpoints ----
+//
+// The text: "comet-tuner 1 <retunes> <slots>", then per slot
+// "slot <id> <consumers> <eb> <window> <eb history> <ratio history>",
+// each window entry "<step> <nonZero> <ratio>" and 8 numbers per consumer,
+// each history point "<step> <value>". Whitespace separates the tokens.
+
+namespace {
+
+void putDouble(std::string &out, double v) {
+  char buf[40];
+  snprintf(buf, sizeof(buf), " %a", v);
+  out += buf;
+}
+
+void putInt(std::string &out, int64_t v) { out += " " + std::to_string(v); }
+
+/// Tokens of saveState()'s text, read in order.
+class Reader {
+public:
+  explicit Reader(const std::string &text) : text(text) {}
+  bool word(std::string &w) {
+    while (pos < text.size() && std::isspace((unsigned char)text[pos]))
+      ++pos;
+    size_t start = pos;
+    while (pos < text.size() && !std::isspace((unsigned char)text[pos]))
+      ++pos;
+    w = text.substr(start, pos - start);
+    return !w.empty();
+  }
+  bool integer(int64_t &v) {
+    std::string w;
+    if (!word(w))
+      return false;
+    char *end = nullptr;
+    errno = 0;
+    v = std::strtoll(w.c_str(), &end, 10);
+    return errno == 0 && end && *end == '\0';
+  }
+  bool real(double &v) {
+    std::string w;
+    if (!word(w))
+      return false;
+    char *end = nullptr;
+    v = std::strtod(w.c_str(), &end);
+    return end && *end == '\0';
+  }
+  bool atEnd() {
+    std::string w;
+    return !word(w);
+  }
+
+private:
+  const std::string &text;
+  size_t pos = 0;
+};
+
+} // namespace
+
+std::string BoundTuner::saveState() const {
+  std::string out = "comet-tuner 1";
+  putInt(out, retunes);
+  putInt(out, static_cast<int64_t>(states.size()));
+  for (const auto &[slot, st] : states) {
+    out += "\nslot";
+    putInt(out, slot);
+    putInt(out, static_cast<int64_t>(st.info.consumers.size()));
+    putDouble(out, st.eb);
+    putInt(out, static_cast<int64_t>(st.window.size()));
+    putInt(out, static_cast<int64_t>(st.ebHist.size()));
+    putInt(out, static_cast<int64_t>(st.ratioHist.size()));
+    for (const SlotStats &s : st.window) {
+      out += "\n";
+      putInt(out, s.step);
+      putDouble(out, s.nonZero);
+      putDouble(out, s.ratio);
+      putInt(out, static_cast<int64_t>(s.consumers.size()));
+      for (const ConsumerStats &c : s.consumers)
+        for (double v :
+             {c.meanAbsGrad, c.rmsGrad, c.gradNormSq, c.weightGradNormSq,
+              c.meanAbsMomentum, c.invStd, c.maskedMoment, c.coherentExcess})
+          putDouble(out, v);
+    }
+    for (const auto *hist : {&st.ebHist, &st.ratioHist}) {
+      out += "\n";
+      for (const HistoryPoint &h : *hist) {
+        putInt(out, h.step);
+        putDouble(out, h.value);
+      }
+    }
+  }
+  return out + "\n";
+}
+
+std::string BoundTuner::restoreState(const std::string &text) {
+  Reader in(text);
+  std::string w;
+  int64_t version = 0, numRetunes = 0, numSlots = 0;
+  const std::string bad = "the bound tuner's saved state is malformed";
+  if (!in.word(w) || w != "comet-tuner" || !in.integer(version))
+    return bad;
+  if (version != 1)
+    return "the bound tuner's saved state has version " +
+           std::to_string(version) + "; this build reads version 1";
+  if (!in.integer(numRetunes) || !in.integer(numSlots) || numRetunes < 0)
+    return bad;
+  if (numSlots != static_cast<int64_t>(states.size()))
+    return "the bound tuner's saved state has " + std::to_string(numSlots) +
+           " slots, this run " + std::to_string(states.size());
+  std::map<int64_t, State> restored;
+  for (int64_t i = 0; i < numSlots; ++i) {
+    int64_t slot, consumers, window, ebs, ratios;
+    double eb;
+    if (!in.word(w) || w != "slot" || !in.integer(slot) ||
+        !in.integer(consumers) || !in.real(eb) || !in.integer(window) ||
+        !in.integer(ebs) || !in.integer(ratios) || window < 0 || ebs < 0 ||
+        ratios < 0)
+      return bad;
+    auto it = states.find(slot);
+    if (it == states.end() ||
+        consumers != static_cast<int64_t>(it->second.info.consumers.size()))
+      return "the bound tuner's saved slot " + std::to_string(slot) +
+             " is not one of this run's (or has other consumers)";
+    State st = it->second;
+    st.eb = eb;
+    st.window.clear();
+    st.ebHist.clear();
+    st.ratioHist.clear();
+    for (int64_t k = 0; k < window; ++k) {
+      SlotStats s;
+      int64_t nc;
+      if (!in.integer(s.step) || !in.real(s.nonZero) || !in.real(s.ratio) ||
+          !in.integer(nc) || nc < 0 || nc > consumers)
+        return bad;
+      for (int64_t c = 0; c < nc; ++c) {
+        ConsumerStats cs;
+        for (double *v : {&cs.meanAbsGrad, &cs.rmsGrad, &cs.gradNormSq,
+                          &cs.weightGradNormSq, &cs.meanAbsMomentum, &cs.invStd,
+                          &cs.maskedMoment, &cs.coherentExcess})
+          if (!in.real(*v))
+            return bad;
+        s.consumers.push_back(cs);
+      }
+      st.window.push_back(std::move(s));
+    }
+    for (auto [hist, n] :
+         {std::pair{&st.ebHist, ebs}, std::pair{&st.ratioHist, ratios}})
+      for (int64_t k = 0; k < n; ++k) {
+        HistoryPoint h;
+        if (!in.integer(h.step) || !in.real(h.value))
+          return bad;
+        hist->push_back(h);
+      }
+    if (!restored.emplace(slot, std::move(st)).second)
+      return "the bound tuner's saved state lists slot " +
+             std::to_string(slot) + " twice";
+  }
+  if (!in.atEnd())
+    return bad;
+  states = std::move(restored);
+  retunes = numRetunes;
+  return "";
 }

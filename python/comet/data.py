@@ -101,8 +101,10 @@ def load_images(path) -> np.ndarray:
         raise DatasetError(
             f"{path}: expected uint8 images of shape (N, 28, 28) (magic 0x00000803), "
             f"got {arr.dtype} {arr.shape}")
+    # Divided in float32, as the runtime's IDX reader does (pixel / 255.0f),
+    # so these arrays are the bits comet-train trains on.
     out = arr.astype(np.float32)
-    out *= np.float32(1.0 / 255.0)
+    out /= np.float32(255.0)
     return out.reshape(arr.shape[0], 1, *IMAGE_HW)
 
 

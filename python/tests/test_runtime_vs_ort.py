@@ -193,6 +193,26 @@ def test_relu_and_relu_grad():
     close(dx, want_dx)
 
 
+@pytest.mark.parametrize("alpha", [None, 0.1, -0.5])
+def test_leaky_relu_and_grad(alpha):
+    """LeakyRelu and com.microsoft LeakyReluGrad (from the forward output
+    Y): ONNX's default slope (no attribute, 0.01), torch's 0.1 as
+    nn.LeakyReLU(0.1) writes it, and a negative one."""
+    x, dy = rand(3, 4, 5, lo=-4.0, hi=4.0), rand(3, 4, 5)
+    x[0, 0, :2] = 0.0
+    attrs = {} if alpha is None else {"alpha": alpha}
+    a = 0.01 if alpha is None else alpha
+    (want,) = run_ort("LeakyRelu", [("x", x)], 1, attrs=attrs)
+    y = np.zeros_like(x)
+    call("leaky_relu", x, y, a)
+    close(y, want)
+    (want_dx,) = run_ort("LeakyReluGrad", [("dy", dy), ("y", y)], 1,
+                         domain="com.microsoft", attrs=attrs)
+    dx = np.zeros_like(x)
+    call("leaky_relu_grad", dy, y, dx, a)
+    close(dx, want_dx)
+
+
 @pytest.mark.parametrize("alpha", [None, 1.0, -0.5])
 def test_quick_gelu_and_grad(alpha):
     """com.microsoft QuickGelu and QuickGeluGrad: ORT's default alpha (no

@@ -2,12 +2,10 @@
 .npz): the same samples in the same order give bit-identical losses and
 test figures to the built-in sources.
 
-Fashion-MNIST: the runtime's IDX reader gives pixel / 255.0f in float32, so
-arrays of x.astype(float32) / float32(255) are the same bits (numpy divides
-in float32 too). comet.data.load_fashion_mnist multiplies by 1/255 instead,
-which differs in the last bit for 126 of the 256 pixel values: its arrays
-train on other bits, so the test builds its own. The loader's order depends
-only on the sample count, --seed and the epoch, so the batches match.
+Fashion-MNIST: the runtime's IDX reader gives pixel / 255.0f in float32, and
+comet.data.load_fashion_mnist divides in float32 too, so its arrays are the
+same bits (the test trains on them, which checks that). The loader's order
+depends only on the sample count, --seed and the epoch, so the batches match.
 
 The gpt: token arrays of the synthetic walk that --data synthetic draws
 (comet_rt_dataset_get_tokens, rewritten below from docs/runtime.md), the
@@ -43,11 +41,8 @@ def train(tmp_path, name, args, check=True):
 
 
 def fashion_mnist_arrays(split):
-    """The runtime's samples of a split: float32 N x 1 x 28 x 28, int64 N."""
-    img, lab = (os.path.join(FMNIST, f) for f in data.FILES[split])
-    x = data.read_idx(img)
-    return ((x.astype(np.float32) / np.float32(255)).reshape(-1, 1, 28, 28),
-            data.read_idx(lab).astype(np.int64))
+    """comet.data's samples of a split: float32 N x 1 x 28 x 28, int64 N."""
+    return data.load_fashion_mnist(split, directory=FMNIST)
 
 
 def test_fashion_mnist_arrays_train_bit_identically(tmp_path):

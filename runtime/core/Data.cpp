@@ -773,4 +773,20 @@ int64_t comet_rt_loader_order(const comet_rt_loader *ld, int64_t pos) {
   return ld->order[pos];
 }
 
+int64_t comet_rt_loader_position(const comet_rt_loader *ld) {
+  return ld ? ld->pos : 0;
+}
+
+int32_t comet_rt_loader_seek(comet_rt_loader *ld, int64_t pos) {
+  if (!ld)
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT, "loader_seek: null loader");
+  if (pos < 0 || pos > ld->ds->n)
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                "loader_seek: position " + std::to_string(pos) +
+                    " is outside the epoch of " + std::to_string(ld->ds->n) +
+                    " samples");
+  ld->pos = pos;
+  return ok();
+}
+
 } // extern "C"

@@ -38,6 +38,11 @@ bool Buffer::allocate(comet_rt_context *ctx) {
   return true;
 }
 
+void Buffer::borrow(const void *p) {
+  auto at = reinterpret_cast<intptr_t>(p ? p : data);
+  desc[0] = desc[1] = static_cast<int64_t>(at);
+}
+
 std::string Entry::invoke(comet_rt_context *ctx,
                           const std::vector<Buffer *> &buffers) const {
   if (!packed)
@@ -109,9 +114,16 @@ Buffer *Trainer::gradient(const std::string &param) const {
 }
 
 Buffer *Trainer::optimizerState(const std::string &param) const {
-  for (size_t i = 0; i < trainable.size() && i < state1.size(); ++i)
+  return optimizerState(param, 0);
+}
+
+Buffer *Trainer::optimizerState(const std::string &param, int k) const {
+  const auto &states = k == 0 ? state1 : state2;
+  if (k < 0 || k > 1)
+    return nullptr;
+  for (size_t i = 0; i < trainable.size() && i < states.size(); ++i)
     if (trainable[i] == param)
-      return state1[i].get();
+      return states[i].get();
   return nullptr;
 }
 
@@ -307,10 +319,17 @@ int optimizerStatesPerParameter(const std::string &kind) {
 }
 
 std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
+  // A device that lacks the new optimizer's entry is refused before the
+  // optimizer in place is touched.
   if (std::string e =
           checkDeviceCoverage(deviceName(), optimizerEntries(config.kind));
       !e.empty())
     return e;
+  // Called again, it replaces the optimizer and starts its state afresh.
+  state1.clear();
+  state2.clear();
+  stateBytes = 0;
+  steps = 0;
   optimizer = config;
   if (optimizer.learningRate <= 0)
     optimizer.learningRate = defaultLearningRate(optimizer.kind);
@@ -430,16 +449,29 @@ std::string Trainer::computeGradients(const void *images, const int64_t *lab,
                                       float &lossOut) {
   if (!loss)
     return "the training graph is not bound";
-  // Every host access to tensor memory is a copy: it may be a device's.
-  const uint8_t one = 1;
-  for (std::string e : {copy(input->data, images, input->bytes()),
-                        copy(labels->data, lab, labels->bytes()),
-                        lazyReset ? copy(lazyReset->data, &one, 1) : ""})
-    if (!e.empty())
+  const uint8_t reset = resetGrad ? 1 : 0;
+  if (lazyReset)
+    if (std::string e = copy(lazyReset->data, &reset, 1); !e.empty())
       return e;
+  // On the host the graph reads the batch where the caller holds it (a
+  // graph never writes its inputs); a device's memory takes a copy.
+  bool host = comet_rt_context_get_device(rt.get()) == COMET_RT_DEVICE_CPU;
+  if (host) {
+    input->borrow(images);
+    labels->borrow(lab);
+  } else {
+    for (std::string e : {copy(input->data, images, input->bytes()),
+                          copy(labels->data, lab, labels->bytes())})
+      if (!e.empty())
+        return e;
+  }
   if (recordNext)
     comet_rt_alloc_record_timeline(rt.get(), 1);
   std::string e = train.invoke(rt.get(), trainArgs);
+  if (host) {
+    input->borrow(nullptr);
+    labels->borrow(nullptr);
+  }
   if (recordNext) {
     comet_rt_alloc_record_timeline(rt.get(), 0);
     timeline.resize(comet_rt_alloc_timeline(rt.get(), nullptr, 0));
@@ -448,11 +480,13 @@ std::string Trainer::computeGradients(const void *images, const int64_t *lab,
   }
   if (!e.empty())
     return e;
+  resetGrad = false;
   return copy(&lossOut, loss->data, sizeof(float));
 }
 
 std::string Trainer::step(const void *images, const int64_t *lab,
                           float &lossOut) {
+  resetGrad = true;
   std::string e = computeGradients(images, lab, lossOut);
   if (!e.empty())
     return e;
@@ -462,9 +496,8 @@ std::string Trainer::step(const void *images, const int64_t *lab,
   return runOptimizer();
 }
 
-std::string Trainer::evaluate(const void *images, const int64_t *lab,
-                              int64_t n, double &meanLoss,
-                              int64_t &numCorrect) {
+std::string Trainer::evaluate(const void *images, const int64_t *lab, int64_t n,
+                              double &meanLoss, int64_t &numCorrect) {
   if (!hasEval())
     return "no eval graph was compiled";
   // The eval graph's last out argument is the logits. Eval buffers live
@@ -535,6 +568,100 @@ std::string Trainer::evaluate(const void *images, const int64_t *lab,
     }
   }
   meanLoss = n > 0 ? lossSum / (n * L) : 0;
+  return "";
+}
+
+// ---- ONNX Runtime's Module and Optimizer ----
+
+std::string Trainer::setLearningRate(float lr) {
+  if (!lrBuf)
+    return "the optimizer is not set up";
+  if (std::string e = copy(lrBuf->data, &lr, sizeof(float)); !e.empty())
+    return e;
+  optimizer.learningRate = lr;
+  return "";
+}
+
+std::string Trainer::evalBatch(const void *data, const int64_t *lab,
+                               const std::vector<void *> &outputs) {
+  if (!hasEval())
+    return "no eval graph was compiled";
+  if (outputs.size() != eval.args.size())
+    return "evalBatch: one output pointer per argument of the eval graph";
+  // As in evaluate(): the eval graph's own buffers live only during the
+  // call; the data and labels are the caller's on the host.
+  bool host = comet_rt_context_get_device(rt.get()) == COMET_RT_DEVICE_CPU;
+  std::vector<std::unique_ptr<Buffer>> own;
+  std::vector<Buffer *> args;
+  for (size_t i = 0; i < eval.args.size(); ++i) {
+    const ArgInfo &a = eval.args[i];
+    if (!a.isResult && i != evalData && i != evalLabels) {
+      args.push_back(buffer(a.name)); // a parameter (bindEval)
+      continue;
+    }
+    auto b = std::make_unique<Buffer>();
+    b->name = a.name;
+    b->shape = a.shape;
+    b->elemBytes = a.elemBytes;
+    b->category = COMET_RT_MEM_OTHER;
+    if (!b->allocate(rt.get()))
+      return "out of memory allocating " + a.name;
+    if (!a.isResult) {
+      const void *src = i == evalData ? data : static_cast<const void *>(lab);
+      if (host)
+        b->borrow(src);
+      else if (std::string e = copy(b->data, src, b->bytes()); !e.empty())
+        return e;
+    }
+    args.push_back(b.get());
+    own.push_back(std::move(b));
+  }
+  if (std::string e = eval.invoke(rt.get(), args); !e.empty())
+    return e;
+  for (size_t i = 0; i < eval.args.size(); ++i)
+    if (eval.args[i].isResult && outputs[i])
+      if (std::string e = copy(outputs[i], args[i]->data, args[i]->bytes());
+          !e.empty())
+        return e;
+  return "";
+}
+
+std::string Trainer::copyStateFrom(const Trainer &other) {
+  if (&other == this)
+    return "";
+  if (other.trainable != trainable || other.frozen != frozen ||
+      other.optimizer.kind != optimizer.kind ||
+      other.state1.size() != state1.size() ||
+      other.state2.size() != state2.size())
+    return "copyStateFrom: the trainers hold different parameters or "
+           "optimizers";
+  // Every pair below was checked to have the same size.
+  auto copyBuffer = [&](Buffer *dst, const Buffer *src) -> std::string {
+    if (!dst || !src || dst->bytes() != src->bytes())
+      return "copyStateFrom: " + (dst ? dst->name : std::string("a buffer")) +
+             " differs in size";
+    return comet_rt_memcpy(rt.get(), dst->data, src->data, dst->bytes()) == 0
+               ? ""
+               : std::string("copyStateFrom: ") + comet_rt_last_error();
+  };
+  for (const std::string &p : parameters())
+    if (std::string e = copyBuffer(buffer(p), other.buffer(p)); !e.empty())
+      return e;
+  for (const std::string &p : trainable)
+    if (std::string e = copyBuffer(gradient(p), other.gradient(p)); !e.empty())
+      return e;
+  for (size_t i = 0; i < state1.size(); ++i)
+    if (std::string e = copyBuffer(state1[i].get(), other.state1[i].get());
+        !e.empty())
+      return e;
+  for (size_t i = 0; i < state2.size(); ++i)
+    if (std::string e = copyBuffer(state2[i].get(), other.state2[i].get());
+        !e.empty())
+      return e;
+  if (std::string e = setLearningRate(other.optimizer.learningRate); !e.empty())
+    return e;
+  steps = other.steps;
+  resetGrad = other.resetGrad;
   return "";
 }
 

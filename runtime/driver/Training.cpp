@@ -358,12 +358,20 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
   std::vector<int64_t> labels(batch * data.labelsPerSample());
   bool tty = !options.quiet && isatty(STDOUT_FILENO);
   comet_rt_context *rt = trainer.context();
-  r.lastLoss = NAN;
-  for (int64_t ep = 0; ep < options.epochs && r.steps < total; ++ep) {
+  const LoopPosition &start = options.start;
+  r.steps = start.steps;
+  r.lastLoss = r.losses.empty() ? NAN : r.losses.back();
+  for (int64_t ep = start.epoch; ep < options.epochs && r.steps < total; ++ep) {
     comet_rt_loader_start_epoch(data.loader, ep);
+    if (ep == start.epoch && start.samples > 0 &&
+        comet_rt_loader_seek(data.loader, start.samples) != 0)
+      return std::string("cannot resume at sample ") +
+             std::to_string(start.samples) + " of epoch " +
+             std::to_string(ep + 1) + ": " + comet_rt_last_error();
     while (r.steps < total &&
            data.next(batchData.data(), labels.data()) == batch) {
-      if (r.steps == 1) // the second step: caches warm, handles in use
+      // The second step run here: caches warm, handles in use.
+      if (r.steps == start.steps + 1)
         trainer.recordTimelineOfNextStep();
       auto t0 = std::chrono::steady_clock::now();
       std::clock_t c0 = std::clock();
@@ -409,6 +417,15 @@ std::string trainLoop(Trainer &trainer, TrainingData &data,
           return e;
         }
         trainer.resetPeaks();
+      }
+      if (options.afterPosition) {
+        LoopPosition at{r.steps, ep, comet_rt_loader_position(data.loader)};
+        e = options.afterPosition(at, r);
+        if (!e.empty()) {
+          if (tty)
+            printf("\n");
+          return e;
+        }
       }
       if (tty && (r.steps % 10 == 0 || r.steps == total)) {
         int width = 30, done = static_cast<int>(width * r.steps / total);

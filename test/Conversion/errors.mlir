@@ -115,3 +115,13 @@ func.func @range_dynamic(%l: tensor<i64>) -> tensor<4xi64> {
   %r = onnx.Range(%z, %l, %o) : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
   return %r : tensor<4xi64>
 }
+
+// -----
+
+// An op that names its runtime call in ODS gets the call's operand checks:
+// comet_rt_where takes f32 X and Y.
+func.func @where_i64(%c: tensor<4xi1>, %a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{comet-lower-to-runtime: comet_rt_where takes an operand of element type 'f32', got 'memref<4xi64>'}}
+  %w = onnx.Where(%c, %a, %b) : (tensor<4xi1>, tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return %w : tensor<4xi64>
+}

@@ -5,6 +5,8 @@
 //       [--train-data X.npy|D.npz [--train-labels Y.npy] [--test-data ...]]
 //       [--compress none|static|adaptive] [--device cpu|cuda]
 //       [--report OUT.json] [--max-steps N]
+//       [--save-checkpoint CKPT [--checkpoint-every N]] [--resume CKPT]
+//       [--export-model OUT.onnx [--export-outputs NAMES]]
 //
 // Compiles the training graph of an ONNX Runtime artifact folder with
 // comet::Engine (weights from its checkpoint, its optimizer_model.onnx),
@@ -14,10 +16,16 @@
 // compiled ahead of time.
 // --dump-grads runs one training-graph step on given inputs and writes the
 // loss, gradients and Dropout masks, for the check against ONNX Runtime.
+// --save-checkpoint writes the run's state as an ONNX Runtime checkpoint
+// (RunState.h adds comet-train's resume fields), --resume continues it
+// exactly, --export-model writes the trained model for inference
+// (docs/execution.md).
 //
 //===----------------------------------------------------------------------===//
 #include "EngineFlags.h"
+#include "RunState.h"
 #include "comet/Engine/Engine.h"
+#include "comet/Import/ONNXModel.h"
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/driver/Training.h"
 
@@ -210,6 +218,36 @@ static cl::opt<std::string> measureErrorModel(
     cl::init(""), cl::cat(cat));
 static cl::opt<bool> quiet("quiet", cl::desc("No progress output"),
                            cl::init(false), cl::cat(cat));
+static cl::opt<std::string> exportModelPath(
+    "export-model",
+    cl::desc("At the end, write the trained model for inference here: the "
+             "eval graph (else the training graph's forward part) cut to "
+             "--export-outputs, the parameters as initializers"),
+    cl::init(""), cl::cat(cat));
+static cl::list<std::string> exportOutputs(
+    "export-outputs",
+    cl::desc("The outputs of --export-model (default: the scores the loss "
+             "reads, the logits)"),
+    cl::CommaSeparated, cl::cat(cat));
+// Checkpoints (docs/execution.md, "Checkpoints and resuming").
+static cl::opt<std::string> saveCheckpointPath(
+    "save-checkpoint",
+    cl::desc("At the end, write the run's state here: an ONNX Runtime "
+             "checkpoint (parameters, optimizer state) with comet-train's "
+             "resume fields as properties; replaced atomically"),
+    cl::init(""), cl::cat(cat));
+static cl::opt<int64_t> checkpointEvery(
+    "checkpoint-every",
+    cl::desc("Also write --save-checkpoint every N steps (0: only at the "
+             "end)"),
+    cl::init(0), cl::cat(cat));
+static cl::opt<std::string> resumePath(
+    "resume",
+    cl::desc("Continue the run saved in this checkpoint by "
+             "--save-checkpoint, exactly: its parameters, optimizer state, "
+             "data position, Dropout stream, bounds and history. The "
+             "settings that shape the run must be the saved run's"),
+    cl::init(""), cl::cat(cat));
 
 static int fail(const Twine &msg) {
   errs() << "comet-train: error: " << msg << "\n";
@@ -333,6 +371,117 @@ static int runDumpGrads(comet::Engine &engine) {
   return 0;
 }
 
+/// The value the loss of the eval graph (else the training graph) reads as
+/// scores: the logits, which --export-model outputs by default.
+static Expected<std::string> lossScores(const comet::Engine &engine) {
+  const comet::ArtifactPaths &files = engine.artifacts();
+  std::string graph =
+      files.evalModel.empty() ? files.training : files.evalModel;
+  auto buf = MemoryBuffer::getFile(graph);
+  if (!buf)
+    return createStringError(inconvertibleErrorCode(), "cannot read " + graph);
+  comet::onnx_import::Model model;
+  std::string e;
+  if (!comet::onnx_import::readONNXModel((*buf)->getBufferStart(),
+                                         (*buf)->getBufferSize(), model, e))
+    return createStringError(inconvertibleErrorCode(), graph + ": " + e);
+  for (const comet::onnx_import::Node &n : model.graph.nodes)
+    if (n.opType == "SoftmaxCrossEntropyLoss" && !n.inputs.empty())
+      return n.inputs[0];
+  return createStringError(inconvertibleErrorCode(),
+                           graph + " has no SoftmaxCrossEntropyLoss whose "
+                                   "scores to export: name the outputs with "
+                                   "--export-outputs");
+}
+
+/// The training graph a resumed run must train: its file's digest.
+static comet::RunSetting trainingGraphSetting(const comet::Engine &engine) {
+  return comet::RunSetting::text(
+      "comet.training_graph", "the training graph of digest",
+      comet::fileDigest(engine.artifacts().training));
+}
+
+/// The settings a resumed run must share with the saved one: what decides
+/// the parameters, the data order and the random stream.
+static std::vector<comet::RunSetting>
+runSettings(const comet::Engine &engine, const comet::EngineOptions &opts,
+            const comet::tuner::TunerOptions &tunerOpts) {
+  using comet::RunSetting;
+  auto shown = [](double v) { return formatv("{0}", v).str(); };
+  const comet::ArtifactPaths &files = engine.artifacts();
+  std::vector<RunSetting> out = {
+      trainingGraphSetting(engine),
+      RunSetting::text("comet.optimizer_graph", "--optimizer",
+                       files.optimizer.empty()
+                           ? engine.optimizerName()
+                           : comet::fileDigest(files.optimizer)),
+      RunSetting::real("comet.lr", "--lr", engine.learningRate()),
+      RunSetting::integer("comet.batch", "--batch", engine.batchSize()),
+      RunSetting::integer("comet.seed", "--seed",
+                          static_cast<int64_t>(seed.getValue())),
+      RunSetting::text("comet.data", "--data", comet::wordOf(dataSource)),
+      RunSetting::text("comet.device", "--device", comet::wordOf(device)),
+      RunSetting::text("comet.compress", "--compress", comet::wordOf(compress)),
+      RunSetting::text("comet.compress_options",
+                       "--compress-options (with --compress-only and "
+                       "--compress-except)",
+                       opts.compressOptions),
+      RunSetting::integer("comet.memory_budget", "--memory-budget",
+                          opts.memoryBudget)};
+  if (engine.optimizerName() == "builtin-sgd-momentum")
+    out.push_back(RunSetting::real("comet.momentum", "--momentum", momentum));
+  if (opts.memoryBudget > 0)
+    out.push_back(RunSetting::text("comet.assumed_sz_ratio",
+                                   "--assumed-sz-ratio",
+                                   shown(opts.assumedSzRatio)));
+  // Which samples train, and so the data order: the held-out part, and the
+  // arrays' files (by digest) and members.
+  if (validationSplit > 0)
+    out.push_back(RunSetting::real("comet.validation_split",
+                                   "--validation-split", validationSplit));
+  if (dataSource == DataSource::Arrays) {
+    auto member = [](const std::string &file, const std::string &key) {
+      return comet::fileDigest(file) + (key.empty() ? "" : "[" + key + "]");
+    };
+    out.push_back(RunSetting::text("comet.train_data", "--train-data",
+                                   member(trainData, dataKey)));
+    if (!trainLabels.empty())
+      out.push_back(RunSetting::text("comet.train_labels", "--train-labels",
+                                     member(trainLabels, labelsKey)));
+  }
+  if (dataSource == DataSource::Synthetic) {
+    out.push_back(RunSetting::integer("comet.synthetic_size",
+                                      "--synthetic-size", syntheticSize));
+    out.push_back(RunSetting::text("comet.synthetic_shape", "--synthetic-shape",
+                                   syntheticShape));
+  }
+  if (opts.compress == comet::CompressMode::Adaptive) {
+    // The bounds follow the tuner's rule and schedule.
+    const comet::tuner::TunerOptions t = comet::tuner::withDefaults(tunerOpts);
+    out.push_back(RunSetting::text("comet.bound_rule", "--bound-rule",
+                                   comet::tuner::ruleName(t.rule)));
+    out.push_back(
+        RunSetting::text("comet.bound_k", "--bound-k", shown(t.sigmaFactor)));
+    out.push_back(
+        RunSetting::text("comet.grad_magnitude", "--grad-magnitude",
+                         comet::tuner::gradMagnitudeName(t.gradMagnitude)));
+    out.push_back(
+        RunSetting::text("comet.acgc_e", "--acgc-e", shown(t.acgcEnergy)));
+    out.push_back(RunSetting::integer("comet.retune_interval",
+                                      "--retune-interval", t.retuneInterval));
+    out.push_back(RunSetting::integer("comet.stats_interval",
+                                      "--stats-interval", t.statsInterval));
+    out.push_back(
+        RunSetting::integer("comet.stats_window", "--stats-window", t.window));
+    out.push_back(RunSetting::text("comet.eb_min", "--eb-min", shown(t.minEb)));
+    out.push_back(RunSetting::text("comet.eb_max", "--eb-max", shown(t.maxEb)));
+    out.push_back(RunSetting::text("comet.eb_relative_range",
+                                   "--eb-relative-range",
+                                   shown(t.relativeRange)));
+  }
+  return out;
+}
+
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(cat);
   cl::ParseCommandLineOptions(
@@ -377,16 +526,49 @@ int main(int argc, char **argv) {
     return fail(why);
   if (evalInterval < 0)
     return fail("--eval-interval must be non-negative");
+  if (checkpointEvery < 0)
+    return fail("--checkpoint-every must be non-negative");
+  if (checkpointEvery > 0 && saveCheckpointPath.empty())
+    return fail("--checkpoint-every needs --save-checkpoint PATH");
+  if (!dumpGrads.empty() &&
+      (!saveCheckpointPath.empty() || !resumePath.empty()))
+    return fail("--dump-grads runs no training to save or resume");
+  if (!exportOutputs.empty() && exportModelPath.empty())
+    return fail("--export-outputs needs --export-model PATH");
+  if (!dumpGrads.empty() && !exportModelPath.empty())
+    return fail("--dump-grads runs no training to export");
+  if (!resumePath.empty() && !opts.weightsPath.empty())
+    return fail("--resume takes the parameters from the checkpoint: "
+                "leave out --weights");
 
   opts.learningRate = lr;
   opts.momentum = momentum;
   opts.seed = seed;
   opts.returnDropoutMasks = !dumpGrads.empty();
+  // A resumed run starts from the checkpoint's parameters and optimizer
+  // state; its comet-train fields are checked once the engine is compiled.
+  std::shared_ptr<comet::checkpoint::Checkpoint> resumed;
+  if (!resumePath.empty()) {
+    resumed = std::make_shared<comet::checkpoint::Checkpoint>();
+    std::string e;
+    if (!comet::checkpoint::readCheckpointFile(resumePath, *resumed, e))
+      return fail("--resume: " + e);
+    opts.initialState = resumed;
+    opts.weightsPath = resumePath;
+  }
 
   auto engineOr = comet::Engine::load(modelPath);
   if (!engineOr)
     return fail(engineOr.takeError());
   comet::Engine &engine = **engineOr;
+  // Another model's checkpoint is told apart before anything compiles.
+  if (resumed) {
+    comet::RunState unused;
+    if (std::string e = comet::readRunProperties(
+            resumed->properties, {trainingGraphSetting(engine)}, unused);
+        !e.empty())
+      return fail("--resume " + resumePath + ": " + e);
+  }
 
   // Datasets first (they stay in memory, category other): the memory
   // figures below leave them out, since they live in the default runtime
@@ -445,6 +627,57 @@ int main(int argc, char **argv) {
       return fail(t.takeError());
     tuner = std::move(*t);
   }
+  // The run's settings, and where a resumed run stands.
+  std::vector<comet::RunSetting> settings =
+      runSettings(engine, opts, tunerOpts);
+  comet::RunState resumeState;
+  if (resumed) {
+    if (std::string e = comet::readRunProperties(resumed->properties, settings,
+                                                 resumeState);
+        !e.empty())
+      return fail("--resume " + resumePath + ": " + e);
+    if (resumed->optimizerGroups.empty())
+      return fail("--resume " + resumePath +
+                  ": it holds no optimizer state, so the run cannot "
+                  "continue exactly");
+    if (resumeState.position.steps != resumed->optimizerGroups[0].step)
+      return fail("--resume " + resumePath + ": its comet.step (" +
+                  Twine(resumeState.position.steps) +
+                  ") is not its optimizer's step (" +
+                  Twine(resumed->optimizerGroups[0].step) + ")");
+    comet_rt_context_set_random_state(engine.runtimeContext(),
+                                      resumeState.randomSeed,
+                                      resumeState.randomCounter);
+    if (tuner) {
+      if (Error e = tuner->restoreState(resumeState.tuner))
+        return fail("--resume " + resumePath + ": " + toString(std::move(e)));
+    }
+    if (!quiet)
+      outs() << format("  resuming at step %ld (epoch %ld, sample %ld) from ",
+                       resumeState.position.steps,
+                       resumeState.position.epoch + 1,
+                       resumeState.position.samples)
+             << resumePath << "\n";
+  }
+  // The checkpoint after `at`: the engine's state and the run's.
+  int64_t savedAt = -1;
+  auto saveCheckpoint = [&](const comet::LoopPosition &at,
+                            const comet::RunResult &r) -> std::string {
+    comet::RunState st;
+    st.position = at;
+    comet_rt_context_get_random_state(engine.runtimeContext(), &st.randomSeed,
+                                      &st.randomCounter);
+    st.history = r;
+    if (tuner)
+      st.tuner = tuner->saveState();
+    if (Error e = engine.saveCheckpoint(saveCheckpointPath, true,
+                                        comet::runProperties(settings, st)))
+      return "--save-checkpoint: " + toString(std::move(e));
+    savedAt = at.steps;
+    return "";
+  };
+  comet::LoopPosition lastPosition = resumeState.position;
+
   comet::RunOptions run;
   run.epochs = epochs;
   run.maxSteps = maxSteps;
@@ -455,9 +688,33 @@ int main(int argc, char **argv) {
     run.beforeStep = [&](int64_t step) { tuner->beforeStep(step); };
     run.afterStep = [&](int64_t step) { tuner->afterStep(step); };
   }
-  comet::RunResult result;
+  run.start = resumeState.position;
+  run.afterPosition = [&](const comet::LoopPosition &at,
+                          const comet::RunResult &r) -> std::string {
+    lastPosition = at;
+    if (checkpointEvery > 0 && at.steps % checkpointEvery == 0)
+      return saveCheckpoint(at, r);
+    return "";
+  };
+  comet::RunResult result = std::move(resumeState.history);
   if (std::string e = comet::trainLoop(trainer, data, run, result); !e.empty())
     return fail(e);
+  // The final state, before the error-model check's extra steps.
+  if (!saveCheckpointPath.empty() && savedAt != lastPosition.steps)
+    if (std::string e = saveCheckpoint(lastPosition, result); !e.empty())
+      return fail(e);
+  if (!exportModelPath.empty()) {
+    std::vector<std::string> outputs(exportOutputs.begin(),
+                                     exportOutputs.end());
+    if (outputs.empty()) {
+      auto scores = lossScores(engine);
+      if (!scores)
+        return fail(scores.takeError());
+      outputs.push_back(*scores);
+    }
+    if (Error e = engine.exportInferenceModel(exportModelPath, outputs))
+      return fail("--export-model: " + toString(std::move(e)));
+  }
 
   // trainLoop took the training run's figures before the error-model check
   // below runs measurement steps on the engine (they would overwrite the
@@ -564,7 +821,7 @@ int main(int argc, char **argv) {
     info.batch = batch;
     info.datasetBytes = data.datasetBytes();
     std::string text = comet::reportJson(info, result);
-    if (tuner || !measureErrorModel.empty()) {
+    if (tuner || !measureErrorModel.empty() || resumed) {
       // The shared report, with what only comet-train knows added.
       Expected<json::Value> v = json::parse(text);
       if (!v)
@@ -593,6 +850,9 @@ int main(int argc, char **argv) {
       }
       if (!measureErrorModel.empty())
         report["error_model"] = std::move(errorModel);
+      if (resumed)
+        report["resumed_from"] = json::Object{
+            {"checkpoint", resumePath.getValue()}, {"step", run.start.steps}};
       text = formatv("{0:2}", *v).str() + "\n";
     }
     if (std::string e = comet::writeFileAtomically(reportPath, text);

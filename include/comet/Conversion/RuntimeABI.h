@@ -31,6 +31,38 @@ enum class Fn {
 #include "comet/runtime/abi.def"
 };
 
+namespace detail {
+/// The number of parameters of each function, in Fn order.
+inline constexpr unsigned kNumParams[] = {
+#define COMET_RT_ARG(kind, name) +1
+#define COMET_RT_FUNC(name, ret, args) 0 args,
+#include "comet/runtime/abi.def"
+};
+/// All functions' parameter kinds, one function after the other.
+inline constexpr Kind kParamKinds[] = {
+#define COMET_RT_ARG(kind, name) Kind::kind,
+#define COMET_RT_FUNC(name, ret, args) args
+#include "comet/runtime/abi.def"
+};
+} // namespace detail
+
+/// The number of parameters of fn (after the context), at compile time: the
+/// lowering's generated calls check their arguments against abi.def.
+constexpr unsigned numParams(Fn fn) {
+  return detail::kNumParams[static_cast<unsigned>(fn)];
+}
+/// The kind of fn's parameter i (i < numParams(fn)).
+constexpr Kind paramKind(Fn fn, unsigned i) {
+  unsigned offset = 0;
+  for (unsigned f = 0; f < static_cast<unsigned>(fn); ++f)
+    offset += detail::kNumParams[f];
+  return detail::kParamKinds[offset + i];
+}
+/// Whether a parameter of this kind is a tensor (an unranked memref).
+constexpr bool isTensorKind(Kind k) {
+  return k == Kind::tf32 || k == Kind::ti64 || k == Kind::ti1;
+}
+
 struct FnInfo {
   llvm::StringRef name; ///< without the comet_rt_ prefix
   Ret ret;

@@ -21,6 +21,7 @@
 #ifndef COMET_ENGINE_ENGINE_H
 #define COMET_ENGINE_ENGINE_H
 
+#include "comet/Import/Checkpoint.h"
 #include "comet/driver/Trainer.h"
 #include "comet/runtime/context.h"
 
@@ -75,8 +76,9 @@ struct EngineOptions {
   /// to the training graph, else model.onnx there.
   std::string weightsPath;
   /// The eval graph used by evaluate(). Empty: eval_model.onnx next to the
-  /// training graph, when it exists.
+  /// training graph, when it exists; kNoEvalModel: none.
   std::string evalModelPath;
+  static constexpr const char *kNoEvalModel = "none";
   /// LLVM code generation level (0-3).
   unsigned optLevel = 2;
   /// When set, the lowered IR (after comet-lower-to-runtime) is written here.
@@ -94,6 +96,12 @@ struct EngineOptions {
   /// Makes every Dropout mask of the training graph an extra result, for
   /// dropoutMasks() (a debugging aid: returned masks are not compressed).
   bool returnDropoutMasks = false;
+  // ---- checkpoints and export ----
+  /// When set, compile() takes the parameters (and, when the checkpoint
+  /// has an optimizer group, the optimizer state) from it instead of
+  /// weightsPath, with loadCheckpointState's checks; weightsPath then only
+  /// names the source in messages and artifacts().
+  std::shared_ptr<const checkpoint::Checkpoint> initialState;
 };
 
 class Engine {
@@ -180,9 +188,80 @@ public:
   /// (comet/driver/Trainer.h), which the training loop drives.
   Trainer &trainer() const;
 
+  // ---- checkpoints and export ----
+  /// The engine's state in ONNX Runtime's layout (docs/checkpoint-format.md):
+  /// every parameter (trainable ones marked, first), and with
+  /// includeOptimizerState the optimizer group "group0": its step, the
+  /// learning rate as initial_learning_rate, and per trainable parameter
+  /// "momentum0" (AdamW's first moment, the built-in SGD's velocity, zeros
+  /// for SGDOptimizerV2 as ONNX Runtime writes them) and, for AdamW,
+  /// "momentum1" (the second moment). No properties.
+  llvm::Expected<checkpoint::Checkpoint>
+  checkpointState(bool includeOptimizerState) const;
+  /// checkpointState() plus `properties`, written atomically
+  /// (checkpoint::writeCheckpointFile).
+  llvm::Error
+  saveCheckpoint(llvm::StringRef path, bool includeOptimizerState,
+                 const checkpoint::PropertyBag &properties = {}) const;
+  /// Overwrites parameters by name (shapes checked; parameters the
+  /// checkpoint leaves out keep their values) and, when the checkpoint has
+  /// an optimizer group, the optimizer state and step: every trainable
+  /// parameter's momentums that this engine's optimizer keeps. An unknown
+  /// or missized entry, a missing state, or momentums of another optimizer
+  /// are an error that names it and changes nothing. The learning rate
+  /// stays (as in ONNX Runtime, initial_learning_rate is not applied).
+  llvm::Error loadCheckpointState(const checkpoint::Checkpoint &c);
+  /// Writes an ONNX inference model: the eval graph (or the training
+  /// graph's forward part when there is none) with the current parameters
+  /// as initializers, cut to the nodes that `outputNames` need, as ONNX
+  /// Runtime's Module.export_model_for_inferencing does
+  /// (comet/Import/ONNXExport.h). Written atomically.
+  llvm::Error
+  exportInferenceModel(llvm::StringRef path,
+                       llvm::ArrayRef<std::string> outputNames) const;
+
   /// The training graph (or the eval graph) lowered to the LLVM dialect
   /// by compile(); null before compile() or without an eval graph.
   mlir::ModuleOp loweredModule(bool eval = false) const;
+
+  // ---- ONNX Runtime's Module and Optimizer ----
+  /// Gradients accumulate across computeGradients() calls (ORT's
+  /// InPlaceAccumulator) until lazyResetGrad(): the next call then
+  /// overwrites them. A new engine starts with a reset pending; step()
+  /// always resets (comet-train's behaviour is unchanged).
+  void lazyResetGrad();
+  /// Runs the optimizer once on the current gradients (ORT's
+  /// Optimizer.step).
+  llvm::Error optimizerStep();
+  llvm::Error setLearningRate(float lr);
+  /// Optimizer steps taken so far.
+  int64_t optimizerSteps() const;
+  /// Replaces the optimizer by the one `optimizerPath` names (as
+  /// EngineOptions::optimizerPath) with its state zeroed, at the options'
+  /// learning rate.
+  llvm::Error setOptimizer(llvm::StringRef optimizerPath);
+  /// What ONNX Runtime's Module shows of the training (or eval) graph, as
+  /// indices into trainer().trainEntry().args (evalEntry().args): the
+  /// inputs that are no parameter, gradient buffer or lazy_reset_grad (the
+  /// data and the labels), and the outputs but the gradient accumulators'
+  /// flags and what the engine adds (Dropout masks, the eval logits), each
+  /// in graph order.
+  struct UserArgs {
+    std::vector<size_t> inputs, outputs;
+  };
+  UserArgs userArgs(bool eval) const;
+  /// computeGradients() that copies the outputs of userArgs(false) to
+  /// `outputs` (host memory, one pointer per output, null to skip one).
+  llvm::Error trainStep(const void *data, const int64_t *labels,
+                        llvm::ArrayRef<void *> outputs);
+  /// One batch (batchSize() samples) through the eval graph; copies the
+  /// outputs of userArgs(true) to `outputs`.
+  llvm::Error evalStep(const void *data, const int64_t *labels,
+                       llvm::ArrayRef<void *> outputs);
+  /// Takes over the training state of `other`, an engine of the same
+  /// graph compiled for another batch size: parameters, gradients,
+  /// optimizer state and step, learning rate, the pending reset.
+  llvm::Error copyStateFrom(const Engine &other);
 
   struct Impl;
 

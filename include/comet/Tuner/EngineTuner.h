@@ -48,6 +48,14 @@ public:
   /// What the report adds to a slot: ratio_history, stats, rule_eb.
   llvm::json::Object slotReport(int64_t slot) const;
 
+  // ---- checkpoints ----
+  /// The bound tuner's state (BoundTuner::saveState), for a checkpoint.
+  std::string saveState() const { return bt.saveState(); }
+  /// Takes it back and sets every slot's bound in the engine's runtime to
+  /// the one in force then, so that a resumed run compresses as the
+  /// uninterrupted one would.
+  llvm::Error restoreState(const std::string &text);
+
   /// Reads the statistics of the step that just ran with collection on.
   tuner::SlotStats collect(const tuner::SlotInfo &info, int64_t step) const;
 

@@ -172,6 +172,15 @@ public:
   const std::vector<HistoryPoint> &ratioHistory(int64_t slot) const;
   int64_t numRetunes() const { return retunes; }
 
+  // ---- checkpoints ----
+  /// The tuner's state as text, for a checkpoint: every slot's bound in
+  /// force, its statistics window and histories, and the retune count,
+  /// doubles as hexadecimal floats (exact).
+  std::string saveState() const;
+  /// Takes back saveState()'s text. The slots (ids, consumers) must be
+  /// this tuner's. Returns "" or what is wrong (nothing changes then).
+  std::string restoreState(const std::string &text);
+
 private:
   struct State {
     SlotInfo info;

@@ -4,7 +4,7 @@
 // with their *_use_dst_for_bwd gradients, as ORT's SigmoidGrad and
 // TanhGrad read the forward output; GELU; QuickGelu as swish; Sqrt, Exp;
 // BiasGelu as a binary add with an eltwise post-op), OpenMP loops for the
-// rest (ReLU, Erf, Reciprocal, Clip, Scale, casts).
+// rest (ReLU, LeakyReLU, Erf, Reciprocal, Clip, Scale, casts).
 //
 //===----------------------------------------------------------------------===//
 #include "Dnnl.h"
@@ -49,6 +49,29 @@ int32_t run(comet_rt_context *, const relu_grad_args &a) {
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i)
     o[i] = x[i] > 0.0f ? g[i] : 0.0f;
+  return ok();
+}
+
+int32_t run(comet_rt_context *, const leaky_relu_args &a) {
+  const float *x = a.x.f();
+  float *y = a.y.f();
+  float alpha = a.alpha;
+  int64_t n = a.x.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] >= 0.0f ? x[i] : alpha * x[i];
+  return ok();
+}
+
+int32_t run(comet_rt_context *, const leaky_relu_grad_args &a) {
+  // Each dY element is read before its dX is written: dX may alias dY.
+  const float *g = a.dy.f(), *y = a.y.f();
+  float *o = a.dx.f();
+  float alpha = a.alpha;
+  int64_t n = a.y.numel();
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    o[i] = y[i] > 0.0f ? g[i] : alpha * g[i];
   return ok();
 }
 

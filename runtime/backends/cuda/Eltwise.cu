@@ -25,6 +25,12 @@ __device__ inline float geluDerivative(float v) {
 struct Relu {
   __device__ float operator()(float v) const { return v > 0.0f ? v : 0.0f; }
 };
+struct LeakyRelu {
+  float alpha;
+  __device__ float operator()(float v) const {
+    return v >= 0.0f ? v : alpha * v;
+  }
+};
 struct Sigmoid {
   __device__ float operator()(float v) const { return sigmoidOf(v); }
 };
@@ -56,6 +62,12 @@ struct QuickGelu {
 struct ReluGrad {
   __device__ float operator()(float g, float x) const {
     return x > 0.0f ? g : 0.0f;
+  }
+};
+struct LeakyReluGrad { // from Y
+  float alpha;
+  __device__ float operator()(float g, float y) const {
+    return y > 0.0f ? g : alpha * g;
   }
 };
 struct SigmoidGrad { // from Y
@@ -158,6 +170,12 @@ int32_t run(comet_rt_context *ctx, const relu_args &a) {
 }
 int32_t run(comet_rt_context *ctx, const relu_grad_args &a) {
   return grad(ctx, "relu_grad", a.dy, a.x, a.dx, ReluGrad{});
+}
+int32_t run(comet_rt_context *ctx, const leaky_relu_args &a) {
+  return unary(ctx, "leaky_relu", a.x, a.y, LeakyRelu{a.alpha});
+}
+int32_t run(comet_rt_context *ctx, const leaky_relu_grad_args &a) {
+  return grad(ctx, "leaky_relu_grad", a.dy, a.y, a.dx, LeakyReluGrad{a.alpha});
 }
 int32_t run(comet_rt_context *ctx, const sigmoid_args &a) {
   return unary(ctx, "sigmoid", a.x, a.y, Sigmoid{});

@@ -119,7 +119,7 @@ func.func @gemm_rank(%a: tensor<2x5x1xf32>, %b: tensor<5x3xf32>, %none: none) {
 
 // Add: operands must share an element type.
 func.func @add_types(%a: tensor<4xf32>, %b: tensor<4xi64>) {
-  // expected-error @+1 {{element type mismatch: an input has 'f32' but an input has 'i64'}}
+  // expected-error @+1 {{element type mismatch: A has 'f32' but B has 'i64'}}
   %c = onnx.Add(%a, %b) : (tensor<4xf32>, tensor<4xi64>) -> tensor<4xf32>
   return
 }
@@ -593,7 +593,7 @@ func.func @pow_broadcast(%x: tensor<2x8xf32>, %y: tensor<3xf32>) {
 
 // Sqrt: the input is float.
 func.func @sqrt_int(%x: tensor<4xi64>) {
-  // expected-error @+1 {{the input must have a float element type, got 'i64'}}
+  // expected-error @+1 {{X must have a float element type, got 'i64'}}
   %y = onnx.Sqrt(%x) : (tensor<4xi64>) -> tensor<4xi64>
   return
 }
@@ -602,7 +602,7 @@ func.func @sqrt_int(%x: tensor<4xi64>) {
 
 // Erf: the result keeps the input's shape.
 func.func @erf_shape(%x: tensor<4xf32>) {
-  // expected-error @+1 {{shape mismatch: the input is 'tensor<4xf32>' but the result is 'tensor<5xf32>'}}
+  // expected-error @+1 {{shape mismatch: input is 'tensor<4xf32>' but output is 'tensor<5xf32>'}}
   %y = onnx.Erf(%x) : (tensor<4xf32>) -> tensor<5xf32>
   return
 }
@@ -611,7 +611,7 @@ func.func @erf_shape(%x: tensor<4xf32>) {
 
 // Exp: the input is float.
 func.func @exp_int(%x: tensor<4xi64>) {
-  // expected-error @+1 {{the input must have a float element type, got 'i64'}}
+  // expected-error @+1 {{input must have a float element type, got 'i64'}}
   %y = onnx.Exp(%x) : (tensor<4xi64>) -> tensor<4xi64>
   return
 }
@@ -939,7 +939,72 @@ func.func @range_delta(%s: tensor<i64>, %l: tensor<i64>) {
 
 // Reciprocal: float.
 func.func @reciprocal_int(%x: tensor<4xi64>) {
-  // expected-error @+1 {{the input must have a float element type, got 'i64'}}
+  // expected-error @+1 {{X must have a float element type, got 'i64'}}
   %y = onnx.Reciprocal(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// The family traits check every member alike; these checks are new for the
+// ops below. Relu (UnaryElementwise): Y has X's shape.
+func.func @relu_shape(%x: tensor<4xf32>) {
+  // expected-error @+1 {{shape mismatch: X is 'tensor<4xf32>' but Y is 'tensor<5xf32>'}}
+  %y = onnx.Relu(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+// BatchNormalizationGrad (ResultsLike<[1, 2, 2]>): dscale has scale's type.
+func.func @bn_grad_dscale(%dy: tensor<2x4x5x5xf32>, %x: tensor<2x4x5x5xf32>, %v: tensor<4xf32>) {
+  // expected-error @+1 {{shape mismatch: scale_grad is 'tensor<5xf32>' but scale is 'tensor<4xf32>'}}
+  %dx, %ds, %db = onnx.BatchNormalizationGrad(%dy, %x, %v, %v, %v) : (tensor<2x4x5x5xf32>, tensor<2x4x5x5xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x5x5xf32>, tensor<5xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+// Scale (ResultsLike<[0]>): the output has the input's element type.
+func.func @scale_type(%x: tensor<4xf32>, %s: tensor<1xf32>) {
+  // expected-error @+1 {{element type mismatch: output has 'f16' but input has 'f32'}}
+  %y = onnx.Scale(%x, %s) : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+// ReluGrad (ElementwiseGradient): dX has the saved X's shape.
+func.func @relu_grad_dx(%dy: tensor<2x4xf32>, %x: tensor<2x4xf32>) {
+  // expected-error @+1 {{shape mismatch: dX is 'tensor<2x5xf32>' but X is 'tensor<2x4xf32>'}}
+  %dx = onnx.ReluGrad(%dy, %x) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+// ReduceSum (Reduction): the reduced tensor keeps the data's element type.
+func.func @reduce_sum_type(%x: tensor<2x4xf32>) {
+  %axes = onnx.Constant {value = dense<1> : tensor<1xi64>} : tensor<1xi64>
+  // expected-error @+1 {{element type mismatch: data has 'f32' but reduced has 'i64'}}
+  %y = onnx.ReduceSum(%x, %axes) : (tensor<2x4xf32>, tensor<1xi64>) -> tensor<2x1xi64>
+  return
+}
+
+// -----
+
+// LeakyRelu (UnaryElementwise): float.
+func.func @leaky_relu_int(%x: tensor<4xi64>) {
+  // expected-error @+1 {{X must have a float element type, got 'i64'}}
+  %y = onnx.LeakyRelu(%x) : (tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// LeakyReluGrad (ElementwiseGradient): dY and the saved Y have one shape.
+func.func @leaky_relu_grad_shape(%dy: tensor<2x4xf32>, %y: tensor<2x5xf32>) {
+  // expected-error @+1 {{shape mismatch: dY is 'tensor<2x4xf32>' but Y is 'tensor<2x5xf32>'}}
+  %dx = onnx.LeakyReluGrad(%dy, %y) : (tensor<2x4xf32>, tensor<2x5xf32>) -> tensor<2x4xf32>
   return
 }

@@ -117,6 +117,17 @@ func.func @quick_gelu(%x: tensor<?x4x8x8xf32>, %dy: tensor<?x4x8x8xf32>) -> (ten
   return %y2, %dx : tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>
 }
 
+// torch's LeakyReLU and the gradient ORT builds from its output, with ONNX's
+// default slope (no attribute) and torch's 0.1.
+// CHECK-LABEL: func.func @leaky_relu
+func.func @leaky_relu(%x: tensor<?x4x8x8xf32>, %dy: tensor<?x4x8x8xf32>) -> (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) {
+  // CHECK: %[[Y:.*]] = onnx.LeakyRelu(%{{.*}}) : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %y = onnx.LeakyRelu(%x) : (tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  // CHECK: onnx.LeakyReluGrad(%{{.*}}, %[[Y]]) {alpha = 1.000000e-01 : f32} : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  %dx = onnx.LeakyReluGrad(%dy, %y) {alpha = 0.1 : f32} : (tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32>
+  return %y, %dx : tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>
+}
+
 // ConstantOfShape: the stochastic depth's noise, ones over [batch, 1, 1, 1],
 // and an i64 fill of a constant shape.
 // CHECK-LABEL: func.func @constant_of_shape

@@ -176,6 +176,16 @@ save("activation-ops.onnx", [
     [i64("pads", [0, 0, 1, 1, 0, 0, 1, 1])],
     [vi("dt", F, ["batch", 4, 5, 5]), vi("dp", F, ["batch", 4, 10, 10])])
 
+# torch's LeakyReLU (ONNX's default slope, and 0.1 as nn.LeakyReLU(0.1)
+# writes it) and the LeakyReluGrad ORT builds from the forward output; no
+# value_info, so every type is inferred.
+save("leaky-relu-ops.onnx", [
+    node("LeakyRelu", ["x"], ["y1"], "leaky_default"),
+    node("LeakyRelu", ["y1"], ["y"], "leaky_tenth", alpha=0.1),
+    node("LeakyReluGrad", ["y", "y"], ["dy1"], "leaky_tenth_grad", MS, alpha=0.1),
+    node("LeakyReluGrad", ["dy1", "y1"], ["dx"], "leaky_default_grad", MS),
+], [vi("x", F, ["batch", 4, 8, 8])], [vi("y", F, None), vi("dx", F, None)])
+
 # Exported eval graphs and embedding models: LayerNorm and GELU as torch
 # exports them (Pow, Sqrt, Erf), the attention's shape plumbing (Gather of a
 # shape entry with a scalar index, Unsqueeze, Concat into a Reshape target),

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
+#include "comet/runtime/codec.h"
+#include "comet/runtime/handles.h"
 
 #include <functional>
 
@@ -293,6 +295,63 @@ TEST(FiniteDifferences, PadByTheNegatedPadsIsTheGradientOfPad) {
   };
   ASSERT_RT(dev::pad(nullptr, &r, &np, nullptr, &dx));
   checkGrad(x, dx, loss, "pad dX");
+}
+
+// LeakyRelu and ONNX Runtime's LeakyReluGrad, which reads the forward
+// output Y: exact (one multiply), for ORT's default slope, torch's 0.1, a
+// negative slope and 0 (ReLU); dX written over dY gives the same.
+TEST(Activations, LeakyReluAndItsGradient) {
+  F x = randomF({2, 3, 5, 7}, 90, -3, 3), dy = randomF(x.dims, 91);
+  x.v[0] = 0.0f; // x = 0 keeps x, Y = 0 takes the slope.
+  for (float alpha : {0.01f, 0.1f, -0.5f, 0.0f}) {
+    F y(x.dims), dx(x.dims);
+    ASSERT_RT(dev::leaky_relu(nullptr, &x, &y, alpha));
+    ASSERT_RT(dev::leaky_relu_grad(nullptr, &dy, &y, &dx, alpha));
+    for (int64_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(y[i], x[i] >= 0 ? x[i] : alpha * x[i]) << i;
+      EXPECT_EQ(dx[i], y[i] > 0 ? dy[i] : alpha * dy[i]) << i;
+    }
+    F inPlace = dy;
+    ASSERT_RT(dev::leaky_relu_grad(nullptr, &inPlace, &y, &inPlace, alpha));
+    EXPECT_EQ(inPlace.v, dx.v);
+  }
+  F bad({2, 3, 5, 6});
+  EXPECT_NE(dev::leaky_relu(nullptr, &x, &bad, 0.1f), COMET_RT_SUCCESS);
+  EXPECT_NE(dev::leaky_relu_grad(nullptr, &dy, &x, &bad, 0.1f),
+            COMET_RT_SUCCESS);
+  // The slope is an attribute the contract checks: finite.
+  F y(x.dims), dx(x.dims);
+  EXPECT_NE(dev::leaky_relu(nullptr, &x, &y, NAN), COMET_RT_SUCCESS);
+  EXPECT_EQ(std::string(comet_rt_last_error()),
+            "leaky_relu: alpha must be finite, got nan");
+  EXPECT_NE(dev::leaky_relu_grad(nullptr, &dy, &x, &dx, INFINITY),
+            COMET_RT_SUCCESS);
+  EXPECT_EQ(std::string(comet_rt_last_error()),
+            "leaky_relu_grad: alpha must be finite, got inf");
+  // Y written over X is not declared: the forward is never lowered in place.
+  F xy = x;
+  EXPECT_NE(dev::leaky_relu(nullptr, &xy, &xy, 0.1f), COMET_RT_SUCCESS);
+}
+
+// LeakyReluGrad reads Y only as Y > 0, so Y through a mask stream (1.0
+// where Y > 0, else 0.0) gives dX bit for bit: compress-activations keeps
+// it as 1 bit per element.
+TEST(Activations, LeakyReluGradFromAMaskStream) {
+  comet_rt_context *ctx = newContext();
+  F x = randomF({4, 3, 6, 6}, 92, -2, 2), dy = randomF(x.dims, 93);
+  x.v[1] = 0.0f;
+  for (float alpha : {0.1f, -0.5f}) {
+    F y(x.dims), decoded(x.dims), dx(x.dims), dxMask(x.dims);
+    ASSERT_RT(dev::leaky_relu(ctx, &x, &y, alpha));
+    int64_t h = dev::compress(ctx, &y, COMET_RT_CODEC_MASK, -1, 0.0, 0);
+    ASSERT_NE(h, 0) << comet_rt_last_error();
+    ASSERT_RT(dev::decompress(ctx, h, &decoded));
+    dev::handle_free(ctx, h);
+    ASSERT_RT(dev::leaky_relu_grad(ctx, &dy, &y, &dx, alpha));
+    ASSERT_RT(dev::leaky_relu_grad(ctx, &dy, &decoded, &dxMask, alpha));
+    EXPECT_EQ(dx.v, dxMask.v);
+  }
+  comet_rt_context_destroy(ctx);
 }
 
 } // namespace

@@ -245,6 +245,44 @@ TEST(FashionMnist, CorruptFilesAreErrors) {
   std::remove(lbl.c_str());
 }
 
+// start_epoch then seek reads on as a loader that read that far: what a
+// resumed run's loader does.
+TEST(Loader, SeekContinuesWhereAnotherStood) {
+  comet_rt_dataset *ds = nullptr;
+  ASSERT_EQ(comet_rt_dataset_synthetic(50, 1, 2, 2, 5, 7, &ds),
+            COMET_RT_SUCCESS);
+  comet_rt_loader *a = nullptr, *b = nullptr;
+  ASSERT_EQ(comet_rt_loader_create(ds, 8, 1, 3, 1, &a), COMET_RT_SUCCESS);
+  ASSERT_EQ(comet_rt_loader_create(ds, 8, 1, 3, 1, &b), COMET_RT_SUCCESS);
+  std::vector<float> xa(8 * 4), xb(8 * 4);
+  std::vector<int64_t> ya(8), yb(8);
+  comet_rt_loader_start_epoch(a, 2);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(comet_rt_loader_next(a, xa.data(), ya.data()), 8);
+  EXPECT_EQ(comet_rt_loader_position(a), 24);
+  comet_rt_loader_start_epoch(b, 2);
+  ASSERT_EQ(comet_rt_loader_seek(b, comet_rt_loader_position(a)),
+            COMET_RT_SUCCESS);
+  int64_t na, nb;
+  do {
+    na = comet_rt_loader_next(a, xa.data(), ya.data());
+    nb = comet_rt_loader_next(b, xb.data(), yb.data());
+    EXPECT_EQ(na, nb);
+    EXPECT_EQ(xa, xb);
+    EXPECT_EQ(ya, yb);
+  } while (na > 0);
+  // The end of the epoch is a position; past it is not.
+  EXPECT_EQ(comet_rt_loader_seek(b, 50), COMET_RT_SUCCESS);
+  EXPECT_EQ(comet_rt_loader_next(b, xb.data(), yb.data()), 0);
+  EXPECT_NE(comet_rt_loader_seek(b, 51), COMET_RT_SUCCESS);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("outside the epoch"),
+            std::string::npos);
+  EXPECT_NE(comet_rt_loader_seek(b, -1), COMET_RT_SUCCESS);
+  comet_rt_loader_free(a);
+  comet_rt_loader_free(b);
+  comet_rt_dataset_free(ds);
+}
+
 TEST(Loader, SeededShuffleIsAPermutationAndReproducible) {
   comet_rt_dataset *ds = nullptr;
   ASSERT_EQ(comet_rt_dataset_synthetic(103, 2, 3, 4, 7, 42, &ds),

@@ -773,6 +773,27 @@ TEST(Dropout, MaskDensityScalingAndSeed) {
   comet_rt_context_destroy(ctx);
 }
 
+// A stream continued from its saved (seed, counter), as a resumed run's,
+// draws what the uninterrupted one draws.
+TEST(Dropout, RandomStateContinuesTheStream) {
+  comet_rt_context *a = newContext(), *b = newContext();
+  F x = randomF({4, 300}, 52), y(x.dims), ratio({1}, 0.5f);
+  B train({1}, 1), first(x.dims), second(x.dims), resumed(x.dims);
+  comet_rt_context_set_seed(a, 9);
+  ASSERT_RT(dev::dropout(a, &x, &ratio, &train, &y, &first));
+  uint64_t seed = 0, counter = 0;
+  comet_rt_context_get_random_state(a, &seed, &counter);
+  EXPECT_EQ(seed, 9u);
+  EXPECT_EQ(counter, uint64_t(x.size()));
+  ASSERT_RT(dev::dropout(a, &x, &ratio, &train, &y, &second));
+  comet_rt_context_set_random_state(b, seed, counter);
+  ASSERT_RT(dev::dropout(b, &x, &ratio, &train, &y, &resumed));
+  EXPECT_EQ(resumed.v, second.v);
+  EXPECT_NE(resumed.v, first.v);
+  comet_rt_context_destroy(a);
+  comet_rt_context_destroy(b);
+}
+
 TEST(DropoutGrad, MatchesReferenceAndMaskHandle) {
   comet_rt_context *ctx = newContext();
   F dy = randomF({4, 37}, 61), dx(dy.dims), dx2(dy.dims), ratio({1}, 0.1f);

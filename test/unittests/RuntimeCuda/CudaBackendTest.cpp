@@ -313,6 +313,17 @@ TEST_F(Cuda, ElementwiseAndBroadcastMatchCpu) {
   RT_OK(_mlir_ciface_comet_rt_relu_grad(cpu, dy.c.m(), x.c.m(), y.c.m()));
   RT_OK(_mlir_ciface_comet_rt_relu_grad(gpu, dy.g.m(), x.g.m(), y.g.m()));
   expectSame(y, 0, 0, "relu_grad");
+  for (float alpha : {0.01f, -0.5f}) {
+    RT_OK(_mlir_ciface_comet_rt_leaky_relu(cpu, x.c.m(), y.c.m(), alpha));
+    RT_OK(_mlir_ciface_comet_rt_leaky_relu(gpu, x.g.m(), y.g.m(), alpha));
+    expectSame(y, 0, 0, "leaky_relu");
+    Pair dx = zeros({2, 3, 4});
+    RT_OK(_mlir_ciface_comet_rt_leaky_relu_grad(cpu, dy.c.m(), y.c.m(),
+                                                dx.c.m(), alpha));
+    RT_OK(_mlir_ciface_comet_rt_leaky_relu_grad(gpu, dy.g.m(), y.g.m(),
+                                                dx.g.m(), alpha));
+    expectSame(dx, 0, 0, "leaky_relu_grad");
+  }
   for (float alpha : {1.0f, 1.702f}) {
     RT_OK(_mlir_ciface_comet_rt_quick_gelu(cpu, x.c.m(), y.c.m(), alpha));
     RT_OK(_mlir_ciface_comet_rt_quick_gelu(gpu, x.g.m(), y.g.m(), alpha));

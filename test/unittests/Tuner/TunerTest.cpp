@@ -329,3 +329,52 @@ TEST(BoundTuner, ValidateRejectsBadOptions) {
   EXPECT_FALSE(parseRule("sz").has_value());
   EXPECT_EQ(*parseRule("acgc"), Rule::Acgc);
 }
+
+// A tuner restored from another's saved state behaves as that one: the same
+// bounds, windows and histories, and the same bounds after more
+// observations (the state of a resumed comet-train run).
+TEST(BoundTuner, SavedStateContinuesExactly) {
+  TunerOptions o = opts(Rule::Comet, 3);
+  o.window = 2;
+  BoundTuner a(o, {convSlot(), batchNormSlot()});
+  for (int64_t s = 0; s < 7; ++s) {
+    a.observe(3, stats(s, 0.25 + 0.01 * s, 1e-3 * (s + 1), 2e-3));
+    SlotStats bn = stats(s, 1, 2e-3, 1e-3);
+    bn.consumers[0].invStd = 1.0 / 3;
+    bn.ratio = NAN; // an unmeasured field travels as NaN
+    a.observe(0, bn);
+    if (a.isRetuneStep(s))
+      a.retune(s + 1);
+  }
+  std::string text = a.saveState();
+  BoundTuner b(o, {convSlot(), batchNormSlot()});
+  ASSERT_EQ(b.restoreState(text), "");
+  EXPECT_EQ(b.saveState(), text);
+  EXPECT_EQ(b.numRetunes(), a.numRetunes());
+  for (int64_t slot : {0, 3}) {
+    EXPECT_EQ(b.currentEb(slot), a.currentEb(slot));
+    EXPECT_EQ(b.ebHistory(slot).size(), a.ebHistory(slot).size());
+    EXPECT_EQ(b.ratioHistory(slot).size(), a.ratioHistory(slot).size());
+  }
+  for (BoundTuner *t : {&a, &b}) {
+    t->observe(3, stats(7, 0.3, 5e-3, 4e-3));
+    t->retune(8);
+  }
+  EXPECT_EQ(b.saveState(), a.saveState());
+  EXPECT_EQ(b.currentEb(3), a.currentEb(3));
+
+  // Another run's slots, or a damaged text, change nothing.
+  BoundTuner c(o, {convSlot()});
+  std::string before = c.saveState();
+  EXPECT_EQ(c.restoreState(text),
+            "the bound tuner's saved state has 2 slots, this run 1");
+  EXPECT_EQ(c.saveState(), before);
+  BoundTuner d(o, {convSlot(), batchNormSlot()});
+  before = d.saveState();
+  EXPECT_EQ(d.restoreState(text.substr(0, text.size() / 2)),
+            "the bound tuner's saved state is malformed");
+  EXPECT_EQ(d.restoreState("comet-tuner 2 0 0"),
+            "the bound tuner's saved state has version 2; this build reads "
+            "version 1");
+  EXPECT_EQ(d.saveState(), before);
+}

@@ -34,106 +34,44 @@ void ONNXDialect::initialize() {
 }
 
 //===----------------------------------------------------------------------===//
-// The op table: domain and arity of each supported op_type. The ODS ops give
-// the operand and result lists; this gives what a node may leave out.
+// The op table: each supported op_type with its domain, node arity and ODS
+// names, generated from ONNXOps.td (comet-tblgen -gen-onnx-op-table).
 //===----------------------------------------------------------------------===//
 
 static constexpr unsigned kVariadic = ~0u;
-static const OpInfo kOps[] = {
-    // op_type, domain, min/max inputs, min/max outputs
-    {"Add", "", 2, 2, 1, 1},
-    {"And", "", 2, 2, 1, 1},
-    {"BatchNormalization", "", 5, 5, 1, 3},
-    {"Cast", "", 1, 1, 1, 1},
-    {"Clip", "", 1, 3, 1, 1},
-    {"Constant", "", 0, 0, 1, 1},
-    {"ConstantOfShape", "", 1, 1, 1, 1},
-    {"Conv", "", 2, 3, 1, 1},
-    {"Div", "", 2, 2, 1, 1},
-    {"Dropout", "", 1, 3, 1, 2},
-    {"Expand", "", 2, 2, 1, 1},
-    {"Flatten", "", 1, 1, 1, 1},
-    {"Gemm", "", 2, 3, 1, 1},
-    {"GlobalAveragePool", "", 1, 1, 1, 1},
-    {"GreaterOrEqual", "", 2, 2, 1, 1},
-    {"Identity", "", 1, 1, 1, 1},
-    {"LayerNormalization", "", 2, 3, 1, 3},
-    {"LessOrEqual", "", 2, 2, 1, 1},
-    {"MatMul", "", 2, 2, 1, 1},
-    {"MaxPool", "", 1, 1, 1, 2},
-    {"MaxPoolGrad", "", 2, 2, 1, 1},
-    {"Mul", "", 2, 2, 1, 1},
-    {"ReduceSum", "", 1, 2, 1, 1},
-    {"ReduceMean", "", 1, 1, 1, 1},
-    {"Relu", "", 1, 1, 1, 1},
-    {"Reshape", "", 2, 2, 1, 1},
-    {"Shape", "", 1, 1, 1, 1},
-    {"Size", "", 1, 1, 1, 1},
-    {"Slice", "", 3, 5, 1, 1},
-    {"Softmax", "", 1, 1, 1, 1},
-    {"SoftmaxCrossEntropyLoss", "", 2, 3, 1, 2},
-    {"Sub", "", 2, 2, 1, 1},
-    {"Squeeze", "", 1, 2, 1, 1},
-    {"Sum", "", 1, kVariadic, 1, 1},
-    {"Transpose", "", 1, 1, 1, 1},
-    {"Unsqueeze", "", 2, 2, 1, 1},
-    // Activations and average pooling (with the Pad/Neg torch exports).
-    {"AveragePool", "", 1, 1, 1, 1},
-    {"AveragePoolGrad", "", 1, 1, 1, 1},
-    {"Neg", "", 1, 1, 1, 1},
-    {"Pad", "", 2, 4, 1, 1},
-    {"Sigmoid", "", 1, 1, 1, 1},
-    {"Tanh", "", 1, 1, 1, 1},
-    {"SigmoidGrad", "com.microsoft", 2, 2, 1, 1},
-    {"TanhGrad", "com.microsoft", 2, 2, 1, 1},
-    {"AdamWOptimizer", "com.microsoft", 6, 7, 1, 4},
-    {"BatchNormInternal", "com.microsoft", 5, 5, 1, 5},
-    {"BatchNormalizationGrad", "com.microsoft", 5, 5, 1, 3},
-    {"BiasGelu", "com.microsoft", 2, 2, 1, 1},
-    {"BiasGeluGrad_dX", "com.microsoft", 3, 3, 1, 1},
-    {"Gelu", "com.microsoft", 1, 1, 1, 1},
-    {"GeluGrad", "com.microsoft", 2, 2, 1, 1},
-    {"QuickGelu", "com.microsoft", 1, 1, 1, 1},
-    {"QuickGeluGrad", "com.microsoft", 2, 2, 1, 1},
-    {"ConvGrad", "com.microsoft", 3, 3, 1, 3},
-    {"DropoutGrad", "com.microsoft", 2, 4, 1, 1},
-    {"FusedMatMul", "com.microsoft", 2, 2, 1, 1},
-    {"InPlaceAccumulatorV2", "com.microsoft", 2, 3, 1, 2},
-    {"LayerNormalizationGrad", "com.microsoft", 5, 5, 1, 3},
-    {"ReluGrad", "com.microsoft", 2, 2, 1, 1},
-    {"SGDOptimizerV2", "com.microsoft", 3, 5, 1, 3},
-    {"Scale", "com.microsoft", 2, 2, 1, 1},
-    {"SliceGrad", "com.microsoft", 5, 6, 1, 1},
-    {"SoftmaxCrossEntropyLossGrad", "com.microsoft", 3, 5, 1, 1},
-    {"SoftmaxCrossEntropyLossInternal", "com.microsoft", 2, 4, 1, 2},
-    {"SoftmaxCrossEntropyLossInternalGrad", "com.microsoft", 3, 6, 1, 1},
-    {"SoftmaxGrad_13", "com.microsoft", 2, 2, 1, 1},
-    // Exported eval graphs and embedding models.
-    {"Concat", "", 1, kVariadic, 1, 1},
-    {"Erf", "", 1, 1, 1, 1},
-    {"Exp", "", 1, 1, 1, 1},
-    {"Gather", "", 2, 2, 1, 1},
-    {"Pow", "", 2, 2, 1, 1},
-    {"Sqrt", "", 1, 1, 1, 1},
-    {"ConcatTraining", "com.microsoft", 1, kVariadic, 1, 2},
-    {"GatherGrad", "com.microsoft", 3, 3, 1, 1},
-    {"SplitTraining", "com.microsoft", 2, 2, 1, kVariadic},
-    // GPT-style decoders: attention's q/k/v split, the causal mask, the
-    // positions and their eval-graph arithmetic.
-    {"Equal", "", 2, 2, 1, 1},
-    {"Range", "", 3, 3, 1, 1},
-    {"Reciprocal", "", 1, 1, 1, 1},
-    {"Split", "", 1, 2, 1, kVariadic},
-    {"Where", "", 3, 3, 1, 1},
-};
+#include "comet/Dialect/ONNX/IR/ONNXOpTable.inc"
 
-ArrayRef<OpInfo> comet::onnx::getSupportedOps() { return kOps; }
+ArrayRef<OpInfo> comet::onnx::getSupportedOps() { return kOpInfos; }
 
 const OpInfo *comet::onnx::lookupOpInfo(StringRef opType) {
-  for (const OpInfo &info : kOps)
-    if (info.opType == opType)
-      return &info;
-  return nullptr;
+  const OpInfo *it = llvm::partition_point(
+      kOpInfos, [&](const OpInfo &info) { return info.opType < opType; });
+  return it != std::end(kOpInfos) && it->opType == opType ? it : nullptr;
+}
+
+/// The ODS name of value `i` of `names` (one per ODS value), unless a
+/// variadic value makes the position ambiguous.
+static std::string odsName(ArrayRef<StringLiteral> names, unsigned count,
+                           unsigned i, StringRef what) {
+  if (names.size() == count && i < names.size())
+    return names[i].str();
+  return (what + " #" + Twine(i)).str();
+}
+
+std::string comet::onnx::getOperandName(Operation *op, unsigned i) {
+  const OpInfo *info = lookupOpInfo(op->getName().stripDialect());
+  return odsName(info && info->maxInputs != kVariadic
+                     ? info->inputNames
+                     : ArrayRef<StringLiteral>(),
+                 op->getNumOperands(), i, "operand");
+}
+
+std::string comet::onnx::getResultName(Operation *op, unsigned i) {
+  const OpInfo *info = lookupOpInfo(op->getName().stripDialect());
+  return odsName(info && info->maxOutputs != kVariadic
+                     ? info->outputNames
+                     : ArrayRef<StringLiteral>(),
+                 op->getNumResults(), i, "result");
 }
 
 bool comet::onnx::isSameDomain(StringRef a, StringRef b) {

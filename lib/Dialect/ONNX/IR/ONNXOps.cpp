@@ -6,6 +6,10 @@
 // the importer has not typed yet (`isPending`) passes too: the importer runs
 // the whole verifier before type inference, which may then rely on it.
 //
+// What an op family shares (elementwise, broadcasting, gradients whose
+// results take their inputs' types, reductions) its trait checks
+// (ONNXTraits.cpp) before the op's verify() here, which checks the rest.
+//
 //===----------------------------------------------------------------------===//
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
 #include "ShapeHelpers.h"
@@ -17,140 +21,11 @@
 using namespace mlir;
 using namespace comet::onnx;
 using namespace comet::onnx::shape;
-
-bool shape::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
-                            SmallVectorImpl<int64_t> &out) {
-  size_t rank = std::max(a.size(), b.size());
-  out.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (x == 1)
-      out[i] = y;
-    else if (y == 1)
-      out[i] = x;
-    else if (isDyn(x))
-      out[i] = y;
-    else if (isDyn(y) || x == y)
-      out[i] = x;
-    else
-      return false;
-  }
-  return true;
-}
-
-SmallVector<int64_t>
-shape::windowOutputShape(ArrayRef<int64_t> in, int64_t outChannels,
-                         ArrayRef<int64_t> kernel,
-                         std::optional<ArrayRef<int64_t>> pads,
-                         std::optional<ArrayRef<int64_t>> strides,
-                         std::optional<ArrayRef<int64_t>> dilations,
-                         StringRef autoPad, bool ceilMode) {
-  size_t spatial = kernel.size();
-  SmallVector<int64_t> out{in[0], outChannels};
-  // In 128 bits: dims and attributes come from untrusted files.
-  for (size_t i = 0; i < spatial; ++i) {
-    __int128 x = in[2 + i];
-    __int128 s = strides && i < strides->size() ? (*strides)[i] : 1;
-    __int128 d = dilations && i < dilations->size() ? (*dilations)[i] : 1;
-    __int128 k = (__int128(kernel[i]) - 1) * d + 1;
-    if (isDyn(in[2 + i]) || s <= 0 || d <= 0 || k <= 0) {
-      out.push_back(ShapedType::kDynamic);
-      continue;
-    }
-    __int128 r;
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      r = (x + s - 1) / s;
-    } else {
-      __int128 p = 0;
-      if (pads && autoPad != "VALID" && pads->size() == 2 * spatial)
-        p = __int128((*pads)[i]) + (*pads)[i + spatial];
-      __int128 span = x + p - k;
-      r = span < 0 ? -1 : (ceilMode ? (span + s - 1) / s : span / s) + 1;
-    }
-    out.push_back(r < 0 || r > INT64_MAX / 2 ? ShapedType::kDynamic
-                                             : int64_t(r));
-  }
-  return out;
-}
+using namespace comet::onnx::checks;
 
 //===----------------------------------------------------------------------===//
 // Shared checks
 //===----------------------------------------------------------------------===//
-
-static LogicalResult checkRankAtLeast(Operation *op, Value v, StringRef what,
-                                      int64_t rank) {
-  if (auto shape = shapeOf(v); shape && int64_t(shape->size()) < rank)
-    return op->emitOpError() << what << " must have rank >= " << rank
-                             << ", got " << shape->size();
-  return success();
-}
-
-static LogicalResult checkRank(Operation *op, Value v, StringRef what,
-                               int64_t rank) {
-  if (auto shape = shapeOf(v); shape && int64_t(shape->size()) != rank)
-    return op->emitOpError()
-           << what << " must have rank " << rank << ", got " << shape->size();
-  return success();
-}
-
-/// All given tensor values have the same element type.
-static LogicalResult
-checkSameElementType(Operation *op, ArrayRef<std::pair<Value, StringRef>> vs) {
-  Type first;
-  StringRef firstName;
-  for (auto [v, name] : vs) {
-    Type t = elementTypeOf(v);
-    if (!t)
-      continue;
-    if (!first) {
-      first = t, firstName = name;
-      continue;
-    }
-    if (t != first)
-      return op->emitOpError()
-             << "element type mismatch: " << firstName << " has " << first
-             << " but " << name << " has " << t;
-  }
-  return success();
-}
-
-static LogicalResult checkFloat(Operation *op, Value v, StringRef what) {
-  if (Type t = elementTypeOf(v); t && !isa<FloatType>(t))
-    return op->emitOpError()
-           << what << " must have a float element type, got " << t;
-  return success();
-}
-
-static LogicalResult checkInteger(Operation *op, Value v, StringRef what) {
-  if (Type t = elementTypeOf(v); t && !t.isSignlessInteger())
-    return op->emitOpError()
-           << what << " must have a signed integer element type, got " << t;
-  return success();
-}
-
-/// A 1-d i64 tensor such as Reshape's shape.
-static LogicalResult checkShapeTensor(Operation *op, Value v, StringRef what) {
-  if (Type t = elementTypeOf(v); t && !t.isSignlessInteger(64))
-    return op->emitOpError() << what << " must be a tensor of i64, got " << t;
-  return checkRank(op, v, what, 1);
-}
-
-static LogicalResult checkCompatibleShapes(Operation *op, Value a,
-                                           StringRef aName, Value b,
-                                           StringRef bName) {
-  auto sa = shapeOf(a), sb = shapeOf(b);
-  if (!sa || !sb)
-    return success();
-  bool ok = sa->size() == sb->size();
-  for (size_t i = 0; ok && i < sa->size(); ++i)
-    ok = isDyn((*sa)[i]) || isDyn((*sb)[i]) || (*sa)[i] == (*sb)[i];
-  if (!ok)
-    return op->emitOpError()
-           << "shape mismatch: " << aName << " is " << a.getType() << " but "
-           << bName << " is " << b.getType();
-  return success();
-}
 
 /// Window attributes of Conv/ConvGrad/MaxPool/MaxPoolGrad against the
 /// number of spatial dims.
@@ -253,17 +128,6 @@ static LogicalResult checkReduction(Operation *op, StringRef reduction) {
   return success();
 }
 
-static LogicalResult checkOneElement(Operation *op, Value v, StringRef what) {
-  auto s = shapeOf(v);
-  if (!s)
-    return success();
-  for (int64_t d : *s)
-    if (!isDyn(d) && d != 1)
-      return op->emitOpError()
-             << what << " must hold one element, got " << v.getType();
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Op verifiers
 //===----------------------------------------------------------------------===//
@@ -318,16 +182,6 @@ LogicalResult ConvGradOp::verify() {
       failed(checkCompatibleShapes(*this, getDW(), "dW", getW(), "W")))
     return failure();
   return success();
-}
-
-LogicalResult ReluOp::verify() {
-  return checkSameElementType(*this, {{getX(), "X"}, {getY(), "Y"}});
-}
-
-LogicalResult ReluGradOp::verify() {
-  if (failed(checkSameElementType(*this, {{getDY(), "dY"}, {getX(), "X"}})))
-    return failure();
-  return checkCompatibleShapes(*this, getDY(), "dY", getX(), "X");
 }
 
 static LogicalResult verifyPool(Operation *op, Value x, StringRef autoPad,
@@ -502,76 +356,16 @@ LogicalResult BatchNormalizationGradOp::verify() {
                               {getVariance(), "variance"}});
 }
 
-static LogicalResult verifyBroadcast(Operation *op) {
-  SmallVector<std::pair<Value, StringRef>> named;
-  for (Value v : op->getOperands())
-    named.push_back({v, "an input"});
-  named.push_back({op->getResult(0), "the result"});
-  if (failed(checkSameElementType(op, named)))
-    return failure();
-  SmallVector<int64_t> shape, next;
-  bool ranked = true;
-  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    auto s = shapeOf(v);
-    if (!s) {
-      ranked = false;
-      continue;
-    }
-    if (i == 0 || shape.empty()) {
-      shape.assign(s->begin(), s->end());
-      continue;
-    }
-    if (!broadcastShapes(shape, *s, next))
-      return op->emitOpError() << "operand #" << i << " of type " << v.getType()
-                               << " does not broadcast with the others";
-    shape = next;
-  }
-  (void)ranked;
-  return success();
-}
-
-LogicalResult AddOp::verify() { return verifyBroadcast(*this); }
-LogicalResult SubOp::verify() { return verifyBroadcast(*this); }
-LogicalResult MulOp::verify() { return verifyBroadcast(*this); }
-LogicalResult DivOp::verify() { return verifyBroadcast(*this); }
-LogicalResult SumOp::verify() {
-  if (getData_0().empty())
-    return emitOpError("needs at least one input");
-  return verifyBroadcast(*this);
-}
-
 LogicalResult IdentityOp::verify() {
   if (!isPending(getOutput()) &&
       isa<SeqType>(getInput().getType()) != isa<SeqType>(getOutput().getType()))
     return emitOpError(
         "input and output must both be tensors or both sequences");
-  return checkSameElementType(*this,
-                              {{getInput(), "input"}, {getOutput(), "output"}});
+  return success();
 }
 
 LogicalResult ShapeOp::verify() {
   return checkShapeTensor(*this, getShape(), "the result");
-}
-
-LogicalResult ReduceSumOp::verify() {
-  if (!isa<NoneType>(getAxes().getType()) &&
-      failed(checkShapeTensor(*this, getAxes(), "axes")))
-    return failure();
-  auto s = shapeOf(getData());
-  auto axes = getConstantInts(getAxes());
-  if (s && axes) {
-    int64_t r = s->size();
-    SmallVector<bool> seen(r, false);
-    for (int64_t a : *axes) {
-      if (a < -r || a >= r)
-        return emitOpError()
-               << "axis " << a << " is out of range for rank " << r;
-      if (std::exchange(seen[a < 0 ? a + r : a], true))
-        return emitOpError() << "axis " << a << " appears twice";
-    }
-  }
-  return checkSameElementType(*this,
-                              {{getData(), "data"}, {getReduced(), "reduced"}});
 }
 
 LogicalResult CastOp::verify() {
@@ -616,13 +410,6 @@ LogicalResult ScaleOp::verify() {
   if (getScaleDown() != 0 && getScaleDown() != 1)
     return emitOpError("scale_down must be 0 or 1");
   return checkOneElement(*this, getScale(), "scale");
-}
-
-static LogicalResult checkFlag(Operation *op, Value v, StringRef what) {
-  if (Type t = elementTypeOf(v); t && !t.isInteger(1))
-    return op->emitOpError()
-           << what << " must be a bool (i1) tensor, got " << t;
-  return checkOneElement(op, v, what);
 }
 
 LogicalResult InPlaceAccumulatorV2Op::verify() {
@@ -679,32 +466,6 @@ LogicalResult SGDOptimizerV2Op::verify() {
 // Transformer ops
 //===----------------------------------------------------------------------===//
 
-/// `axis` lies in [-rank, rank) of v (when v is ranked).
-static LogicalResult checkAxis(Operation *op, Value v, int64_t axis,
-                               StringRef what = "axis") {
-  if (auto s = shapeOf(v)) {
-    int64_t r = s->size();
-    if (axis < -r || axis >= r)
-      return op->emitOpError()
-             << what << " " << axis << " is out of range for rank " << r;
-  }
-  return success();
-}
-
-/// Constant axes: each in [-rank, rank), none twice.
-static LogicalResult checkAxesList(Operation *op, ArrayRef<int64_t> axes,
-                                   int64_t rank) {
-  SmallVector<bool> seen(rank, false);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank)
-      return op->emitOpError()
-             << "axis " << a << " is out of range for rank " << rank;
-    if (std::exchange(seen[a < 0 ? a + rank : a], true))
-      return op->emitOpError() << "axis " << a << " appears twice";
-  }
-  return success();
-}
-
 LogicalResult TransposeOp::verify() {
   if (auto perm = getPerm()) {
     SmallVector<bool> seen(perm->size(), false);
@@ -720,11 +481,7 @@ LogicalResult TransposeOp::verify() {
 }
 
 LogicalResult SoftmaxOp::verify() {
-  if (failed(checkFloat(*this, getInput(), "input")) ||
-      failed(checkAxis(*this, getInput(), getAxis())))
-    return failure();
-  return checkCompatibleShapes(*this, getInput(), "input", getOutput(),
-                               "output");
+  return checkAxis(*this, getInput(), getAxis());
 }
 
 /// Scale-like vectors of layer normalization: as many elements as the
@@ -841,13 +598,7 @@ LogicalResult UnsqueezeOp::verify() {
 }
 
 LogicalResult ReduceMeanOp::verify() {
-  if (failed(checkFloat(*this, getData(), "data")))
-    return failure();
-  if (auto s = shapeOf(getData());
-      s && getAxes() && failed(checkAxesList(*this, *getAxes(), s->size())))
-    return failure();
-  return checkSameElementType(*this,
-                              {{getData(), "data"}, {getReduced(), "reduced"}});
+  return checkFloat(*this, getData(), "data");
 }
 
 LogicalResult SizeOp::verify() {
@@ -889,9 +640,7 @@ LogicalResult BiasGeluOp::verify() {
 }
 
 LogicalResult BiasGeluGrad_dXOp::verify() {
-  if (failed(checkFloat(*this, getX(), "X")) ||
-      failed(checkRank(*this, getB(), "B", 1)) ||
-      failed(checkCompatibleShapes(*this, getDY(), "dY", getX(), "X")))
+  if (failed(checkRank(*this, getB(), "B", 1)))
     return failure();
   auto xs = shapeOf(getX()), bs = shapeOf(getB());
   if (xs && bs && !xs->empty() && !isDyn(xs->back()) && !isDyn((*bs)[0]) &&
@@ -902,10 +651,7 @@ LogicalResult BiasGeluGrad_dXOp::verify() {
 }
 
 LogicalResult SoftmaxGrad_13Op::verify() {
-  if (failed(checkFloat(*this, getY(), "Y")) ||
-      failed(checkAxis(*this, getY(), getAxis())))
-    return failure();
-  return checkCompatibleShapes(*this, getDY(), "dY", getY(), "Y");
+  return checkAxis(*this, getY(), getAxis());
 }
 
 /// Dropout's optional ratio (one f32 element) and training_mode (one bool).
@@ -943,37 +689,16 @@ LogicalResult DropoutGradOp::verify() {
 }
 
 LogicalResult ClipOp::verify() {
-  if (failed(checkFloat(*this, getInput(), "input")) ||
-      failed(checkSameElementType(*this, {{getInput(), "input"},
-                                          {getMin(), "min"},
-                                          {getMax(), "max"},
-                                          {getOutput(), "output"}})))
+  if (failed(checkSameElementType(
+          *this,
+          {{getInput(), "input"}, {getMin(), "min"}, {getMax(), "max"}})))
     return failure();
   std::pair<Value, StringRef> bounds[] = {{getMin(), "min"}, {getMax(), "max"}};
   for (auto [v, name] : bounds)
     if (!isa<NoneType>(v.getType()) && failed(checkOneElement(*this, v, name)))
       return failure();
-  return checkCompatibleShapes(*this, getInput(), "input", getOutput(),
-                               "output");
+  return success();
 }
-
-/// Broadcasting operands (all of one element type) and a bool result.
-static LogicalResult verifyBoolResult(Operation *op) {
-  if (Type t = elementTypeOf(op->getResult(0)); t && !t.isInteger(1))
-    return op->emitOpError() << "result must be a bool (i1) tensor, got " << t;
-  auto a = shapeOf(op->getOperand(0)), b = shapeOf(op->getOperand(1));
-  SmallVector<int64_t> out;
-  if (a && b && !broadcastShapes(*a, *b, out))
-    return op->emitOpError()
-           << "operands " << op->getOperand(0).getType() << " and "
-           << op->getOperand(1).getType() << " do not broadcast";
-  return checkSameElementType(
-      op, {{op->getOperand(0), "A"}, {op->getOperand(1), "B"}});
-}
-
-LogicalResult GreaterOrEqualOp::verify() { return verifyBoolResult(*this); }
-LogicalResult LessOrEqualOp::verify() { return verifyBoolResult(*this); }
-LogicalResult EqualOp::verify() { return verifyBoolResult(*this); }
 
 LogicalResult WhereOp::verify() {
   if (Type t = elementTypeOf(getCondition()); t && !t.isInteger(1))
@@ -1010,40 +735,12 @@ LogicalResult WhereOp::verify() {
 LogicalResult AndOp::verify() {
   if (Type t = elementTypeOf(getA()); t && !t.isInteger(1))
     return emitOpError() << "A must be a bool (i1) tensor, got " << t;
-  return verifyBoolResult(*this);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
-// Sigmoid, Tanh, AveragePool, Pad, Neg and their gradients
+// QuickGelu, AveragePool, Pad and their gradients
 //===----------------------------------------------------------------------===//
-
-/// A float elementwise op from `x` to `y`: one element type, one shape.
-static LogicalResult verifyFloatUnary(Operation *op, Value x, StringRef xName,
-                                      Value y, StringRef yName) {
-  if (failed(checkFloat(op, x, xName)) ||
-      failed(checkSameElementType(op, {{x, xName}, {y, yName}})))
-    return failure();
-  return checkCompatibleShapes(op, x, xName, y, yName);
-}
-
-/// SigmoidGrad(dY, Y), TanhGrad(dY, Y) and QuickGeluGrad(dY, X): dY, the
-/// saved `y` (named `yName`) and dX share a shape.
-static LogicalResult verifyActivationGrad(Operation *op, Value dy, Value y,
-                                          Value dx, StringRef yName = "Y") {
-  if (failed(checkFloat(op, y, yName)) ||
-      failed(checkSameElementType(op, {{dy, "dY"}, {y, yName}, {dx, "dX"}})) ||
-      failed(checkCompatibleShapes(op, dy, "dY", y, yName)))
-    return failure();
-  return checkCompatibleShapes(op, dx, "dX", y, yName);
-}
-
-// Gelu(X) and GeluGrad(dY, X), ORT's fusion of an exported GELU.
-LogicalResult GeluOp::verify() {
-  return verifyFloatUnary(*this, getX(), "X", getY(), "Y");
-}
-LogicalResult GeluGradOp::verify() {
-  return verifyFloatUnary(*this, getX(), "X", getDY(), "dY");
-}
 
 // QuickGelu(X) and QuickGeluGrad(dY, X): ORT's fusion of X * Sigmoid(alpha X).
 static LogicalResult checkFiniteAlpha(Operation *op, APFloat alpha) {
@@ -1052,39 +749,10 @@ static LogicalResult checkFiniteAlpha(Operation *op, APFloat alpha) {
   return success();
 }
 LogicalResult QuickGeluOp::verify() {
-  if (failed(checkFiniteAlpha(*this, getAlpha())))
-    return failure();
-  return verifyFloatUnary(*this, getX(), "X", getY(), "Y");
+  return checkFiniteAlpha(*this, getAlpha());
 }
 LogicalResult QuickGeluGradOp::verify() {
-  if (failed(checkFiniteAlpha(*this, getAlpha())))
-    return failure();
-  return verifyActivationGrad(*this, getDY(), getX(), getDX(), "X");
-}
-
-LogicalResult SigmoidOp::verify() {
-  return verifyFloatUnary(*this, getX(), "X", getY(), "Y");
-}
-LogicalResult TanhOp::verify() {
-  return verifyFloatUnary(*this, getInput(), "input", getOutput(), "output");
-}
-
-LogicalResult NegOp::verify() {
-  if (Type t = elementTypeOf(getX());
-      t && !isa<FloatType>(t) && (!t.isSignlessInteger() || t.isInteger(1)))
-    return emitOpError() << "X must have a float or signed integer element "
-                            "type, got "
-                         << t;
-  if (failed(checkSameElementType(*this, {{getX(), "X"}, {getY(), "Y"}})))
-    return failure();
-  return checkCompatibleShapes(*this, getX(), "X", getY(), "Y");
-}
-
-LogicalResult SigmoidGradOp::verify() {
-  return verifyActivationGrad(*this, getDY(), getY(), getDX());
-}
-LogicalResult TanhGradOp::verify() {
-  return verifyActivationGrad(*this, getDY(), getY(), getDX());
+  return checkFiniteAlpha(*this, getAlpha());
 }
 
 /// AveragePool and AveragePoolGrad: `x` is the tensor of the window's
@@ -1162,17 +830,6 @@ LogicalResult PowOp::verify() {
                          << getY().getType() << " do not broadcast";
   return checkSameElementType(*this, {{getX(), "X"}, {getZ(), "Z"}});
 }
-
-/// A float unary op: one element type and shape for x and y.
-static LogicalResult verifyFloatUnary(Operation *op) {
-  return verifyFloatUnary(op, op->getOperand(0), "the input", op->getResult(0),
-                          "the result");
-}
-
-LogicalResult SqrtOp::verify() { return verifyFloatUnary(*this); }
-LogicalResult ErfOp::verify() { return verifyFloatUnary(*this); }
-LogicalResult ExpOp::verify() { return verifyFloatUnary(*this); }
-LogicalResult ReciprocalOp::verify() { return verifyFloatUnary(*this); }
 
 LogicalResult RangeOp::verify() {
   std::pair<Value, StringRef> operands[] = {

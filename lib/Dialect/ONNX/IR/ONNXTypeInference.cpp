@@ -4,7 +4,8 @@
 // value_info (gradients of parameters, saved BatchNorm statistics, pooling
 // indices, shapes). The importer asks these functions for the types it does
 // not find in the file. Each one follows the op's ONNX definition; what
-// depends on run-time values is `?` or unranked.
+// depends on run-time values is `?` or unranked. The ops of a family
+// (ONNXTraits.h) have theirs from the family's trait.
 //
 //===----------------------------------------------------------------------===//
 #include "ShapeHelpers.h"
@@ -17,6 +18,7 @@
 using namespace mlir;
 using namespace comet::onnx;
 using namespace comet::onnx::shape;
+using namespace comet::onnx::infer;
 
 LogicalResult
 comet::onnx::inferVerifiedResultTypes(Operation *op,
@@ -28,42 +30,8 @@ comet::onnx::inferVerifiedResultTypes(Operation *op,
   return infer.inferResultTypes(types);
 }
 
-static constexpr int64_t kDyn = ShapedType::kDynamic;
-/// Above this rank a shape operand's length is taken as unknown rather than
-/// allocated as dims: it comes from the file.
-static constexpr int64_t kMaxInferredRank = 1024;
-
-static Type tensorOf(std::optional<ArrayRef<int64_t>> shape, Type elt) {
-  if (!elt)
-    return {};
-  if (!shape)
-    return UnrankedTensorType::get(elt);
-  return RankedTensorType::get(*shape, elt);
-}
-
-/// The type of `v` if it is a tensor or sequence, else null.
-static Type sameAs(Value v) {
-  if (isa<TensorType, SeqType>(v.getType()))
-    return v.getType();
-  return {};
-}
-
-/// The type a 1-d shape operand `shape` gives when its values are not
-/// known: its length as the rank, every dim `?` (unranked past
-/// kMaxInferredRank: the length comes from the file).
-static Type typeOfUnknownShape(Value shape, Type elt) {
-  auto ss = shapeOf(shape);
-  if (ss && ss->size() == 1 && !isDyn((*ss)[0]) && (*ss)[0] <= kMaxInferredRank)
-    return RankedTensorType::get(SmallVector<int64_t>((*ss)[0], kDyn), elt);
-  return tensorOf(std::nullopt, elt);
-}
-
 static Type flagType(MLIRContext *ctx) {
   return RankedTensorType::get({1}, IntegerType::get(ctx, 1));
-}
-
-static void init(Operation *op, SmallVectorImpl<Type> &types) {
-  types.assign(op->getNumResults(), Type());
 }
 
 LogicalResult ConstantOp::inferResultTypes(SmallVectorImpl<Type> &types) {
@@ -101,12 +69,6 @@ LogicalResult ConvOp::inferResultTypes(SmallVectorImpl<Type> &types) {
                           *xs, (*ws)[0], kernel, getPads(), getStrides(),
                           getDilations(), getAutoPad(), false)),
                       elt);
-  return success();
-}
-
-LogicalResult ReluOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getX());
   return success();
 }
 
@@ -200,29 +162,6 @@ LogicalResult MatMulOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
-/// The product of static dims; `?` if any is dynamic or it overflows.
-/// The result of reducing `dims` over the `reduced` axes (ReduceSum,
-/// ReduceMean): reduced axes become 1 with keepdims and vanish without.
-static Type reducedType(ArrayRef<int64_t> dims, ArrayRef<bool> reduced,
-                        bool keepdims, Type elt) {
-  SmallVector<int64_t> out;
-  for (auto [d, isReduced] : llvm::zip_equal(dims, reduced)) {
-    if (!isReduced)
-      out.push_back(d);
-    else if (keepdims)
-      out.push_back(1);
-  }
-  return RankedTensorType::get(out, elt);
-}
-
-static int64_t product(ArrayRef<int64_t> dims) {
-  int64_t p = 1;
-  for (int64_t d : dims)
-    if (isDyn(d) || d < 0 || __builtin_mul_overflow(p, d, &p))
-      return kDyn;
-  return p;
-}
-
 LogicalResult FlattenOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   Type elt = elementTypeOf(getInput());
@@ -269,82 +208,6 @@ LogicalResult ReshapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
-template <typename BN>
-static void inferBatchNorm(BN op, SmallVectorImpl<Type> &types) {
-  init(op, types);
-  types[0] = sameAs(op.getX());
-  // Running and saved statistics are per-channel vectors like the mean.
-  for (size_t i = 1; i < types.size(); ++i)
-    types[i] = sameAs(op.getInputMean());
-}
-
-LogicalResult
-BatchNormalizationOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  inferBatchNorm(*this, types);
-  return success();
-}
-
-LogicalResult
-BatchNormInternalOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  inferBatchNorm(*this, types);
-  return success();
-}
-
-LogicalResult
-BatchNormalizationGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getX());
-  types[1] = sameAs(getScale());
-  types[2] = sameAs(getScale());
-  return success();
-}
-
-static LogicalResult inferBroadcast(Operation *op,
-                                    SmallVectorImpl<Type> &types) {
-  init(op, types);
-  Type elt = elementTypeOf(op->getOperand(0));
-  SmallVector<int64_t> shape, next;
-  for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-    auto s = shapeOf(v);
-    if (!s || (i > 0 && !broadcastShapes(shape, *s, next))) {
-      types[0] = tensorOf(std::nullopt, elt);
-      return success();
-    }
-    if (i == 0)
-      shape.assign(s->begin(), s->end());
-    else
-      shape = next;
-  }
-  types[0] = tensorOf(ArrayRef<int64_t>(shape), elt);
-  return success();
-}
-
-LogicalResult AddOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferBroadcast(*this, t);
-}
-LogicalResult SubOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferBroadcast(*this, t);
-}
-LogicalResult MulOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferBroadcast(*this, t);
-}
-LogicalResult DivOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferBroadcast(*this, t);
-}
-LogicalResult SumOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  if (getNumOperands() == 0) {
-    init(*this, t);
-    return success();
-  }
-  return inferBroadcast(*this, t);
-}
-
-LogicalResult IdentityOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getInput());
-  return success();
-}
-
 LogicalResult ShapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   Type i64 = IntegerType::get(getContext(), 64);
@@ -361,49 +224,6 @@ LogicalResult ShapeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   };
   int64_t start = clamp(getStart()), end = getEnd() ? clamp(*getEnd()) : r;
   types[0] = RankedTensorType::get({std::max<int64_t>(0, end - start)}, i64);
-  return success();
-}
-
-LogicalResult ReduceSumOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  Type elt = elementTypeOf(getData());
-  auto s = shapeOf(getData());
-  if (!s) {
-    types[0] = tensorOf(std::nullopt, elt);
-    return success();
-  }
-  int64_t r = s->size();
-  SmallVector<bool> reduced(r, false);
-  if (isa<NoneType>(getAxes().getType())) {
-    if (getNoopWithEmptyAxes()) {
-      types[0] = sameAs(getData());
-      return success();
-    }
-    reduced.assign(r, true);
-  } else if (auto axes = getConstantInts(getAxes())) {
-    if (axes->empty() && getNoopWithEmptyAxes()) {
-      types[0] = sameAs(getData());
-      return success();
-    }
-    if (axes->empty())
-      reduced.assign(r, true);
-    for (int64_t a : *axes) {
-      if (a < 0)
-        a += r;
-      if (a < 0 || a >= r) {
-        types[0] = tensorOf(std::nullopt, elt);
-        return success();
-      }
-      reduced[a] = true;
-    }
-  } else {
-    // Unknown axes: with keepdims the rank stays, without it is unknown.
-    types[0] = getKeepdims()
-                   ? RankedTensorType::get(SmallVector<int64_t>(r, kDyn), elt)
-                   : tensorOf(std::nullopt, elt);
-    return success();
-  }
-  types[0] = reducedType(*s, reduced, getKeepdims(), elt);
   return success();
 }
 
@@ -503,20 +323,6 @@ LogicalResult SoftmaxCrossEntropyLossInternalOp::inferResultTypes(
   return success();
 }
 
-LogicalResult
-SoftmaxCrossEntropyLossGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getLogProb());
-  return success();
-}
-
-LogicalResult SoftmaxCrossEntropyLossInternalGradOp::inferResultTypes(
-    SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getLogProb());
-  return success();
-}
-
 LogicalResult ConvGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   types[0] = sameAs(getX());
@@ -525,18 +331,6 @@ LogicalResult ConvGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   auto ws = shapeOf(getW());
   types[2] = ws && !ws->empty() ? RankedTensorType::get({(*ws)[0]}, elt)
                                 : tensorOf(std::nullopt, elt);
-  return success();
-}
-
-LogicalResult ReluGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getDY());
-  return success();
-}
-
-LogicalResult ScaleOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getInput());
   return success();
 }
 
@@ -585,12 +379,6 @@ LogicalResult TransposeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
-LogicalResult SoftmaxOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getInput());
-  return success();
-}
-
 /// X's shape with the normalized dims [axis, rank) set to 1: the shape of
 /// layer normalization's saved statistics.
 static Type statsType(Value x, int64_t axis) {
@@ -610,14 +398,6 @@ LayerNormalizationOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   types[0] = sameAs(getX());
   types[1] = types[2] = statsType(getX(), getAxis());
-  return success();
-}
-
-LogicalResult
-LayerNormalizationGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getX());
-  types[1] = types[2] = sameAs(getScale());
   return success();
 }
 
@@ -756,30 +536,6 @@ LogicalResult UnsqueezeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
-LogicalResult ReduceMeanOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  Type elt = elementTypeOf(getData());
-  auto s = shapeOf(getData());
-  if (!s) {
-    types[0] = tensorOf(std::nullopt, elt);
-    return success();
-  }
-  int64_t r = s->size();
-  SmallVector<bool> reduced(r, !getAxes() || getAxes()->empty());
-  if (auto axes = getAxes())
-    for (int64_t a : *axes) {
-      if (a < 0)
-        a += r;
-      if (a < 0 || a >= r) {
-        types[0] = tensorOf(std::nullopt, elt);
-        return success();
-      }
-      reduced[a] = true;
-    }
-  types[0] = reducedType(*s, reduced, getKeepdims(), elt);
-  return success();
-}
-
 LogicalResult SizeOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   types[0] = RankedTensorType::get({}, IntegerType::get(getContext(), 64));
@@ -806,116 +562,10 @@ LogicalResult FusedMatMulOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   return success();
 }
 
-LogicalResult BiasGeluOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getA());
-  return success();
-}
-
-LogicalResult
-BiasGeluGrad_dXOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getDY());
-  return success();
-}
-
-LogicalResult GeluOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getX());
-  return success();
-}
-
-LogicalResult GeluGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getDY());
-  return success();
-}
-
-LogicalResult QuickGeluOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getX());
-  return success();
-}
-
-LogicalResult QuickGeluGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getDY());
-  return success();
-}
-
-LogicalResult SoftmaxGrad_13Op::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getDY());
-  return success();
-}
-
 LogicalResult DropoutOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
   types[0] = sameAs(getData());
   types[1] = tensorOf(shapeOf(getData()), IntegerType::get(getContext(), 1));
-  return success();
-}
-
-LogicalResult DropoutGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getDY());
-  return success();
-}
-
-LogicalResult ClipOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getInput());
-  return success();
-}
-
-/// A broadcast of the operands' shapes with bool elements.
-static LogicalResult inferCompare(Operation *op, SmallVectorImpl<Type> &types) {
-  (void)inferBroadcast(op, types);
-  if (auto t = dyn_cast_or_null<TensorType>(types[0]))
-    types[0] = t.clone(IntegerType::get(op->getContext(), 1));
-  return success();
-}
-
-LogicalResult GreaterOrEqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferCompare(*this, t);
-}
-LogicalResult LessOrEqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferCompare(*this, t);
-}
-LogicalResult EqualOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferCompare(*this, t);
-}
-LogicalResult AndOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferBroadcast(*this, t);
-}
-
-LogicalResult SigmoidOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getX());
-  return success();
-}
-
-LogicalResult TanhOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getInput());
-  return success();
-}
-
-LogicalResult NegOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getX());
-  return success();
-}
-
-LogicalResult SigmoidGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getY());
-  return success();
-}
-
-LogicalResult TanhGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getY());
   return success();
 }
 
@@ -991,25 +641,7 @@ LogicalResult PadOp::inferResultTypes(SmallVectorImpl<Type> &types) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PowOp::inferResultTypes(SmallVectorImpl<Type> &t) {
-  return inferBroadcast(*this, t);
-}
-
-LogicalResult SqrtOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getX());
-  return success();
-}
-
-LogicalResult ErfOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getInput());
-  return success();
-}
-
-LogicalResult ExpOp::inferResultTypes(SmallVectorImpl<Type> &types) {
-  init(*this, types);
-  types[0] = sameAs(getInput());
-  return success();
+  return family::inferBroadcast(*this, BroadcastResult::Same, t);
 }
 
 /// data's dims with dim `axis` replaced by the indices' dims.
@@ -1046,12 +678,8 @@ LogicalResult GatherGradOp::inferResultTypes(SmallVectorImpl<Type> &types) {
       if (d < 0)
         d = kDyn;
     types[0] = tensorOf(ArrayRef<int64_t>(dims), elt);
-  } else if (auto s = shapeOf(getShape());
-             s && !isDyn((*s)[0]) && (*s)[0] <= kMaxInferredRank) {
-    types[0] =
-        tensorOf(ArrayRef<int64_t>(SmallVector<int64_t>((*s)[0], kDyn)), elt);
   } else {
-    types[0] = tensorOf(std::nullopt, elt);
+    types[0] = typeOfUnknownShape(getShape(), elt);
   }
   return success();
 }
@@ -1126,17 +754,8 @@ LogicalResult SplitTrainingOp::inferResultTypes(SmallVectorImpl<Type> &types) {
 
 LogicalResult WhereOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   // The broadcast of condition, X and Y, with X's element type.
-  (void)inferBroadcast(*this, types);
-  if (auto t = dyn_cast_or_null<TensorType>(types[0]))
-    types[0] = t.clone(elementTypeOf(getX()));
-  else
-    types[0] = tensorOf(std::nullopt, elementTypeOf(getX()));
-  return success();
-}
-
-LogicalResult ReciprocalOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   init(*this, types);
-  types[0] = sameAs(getX());
+  types[0] = broadcastType(getOperands(), elementTypeOf(getX()));
   return success();
 }
 

@@ -48,6 +48,9 @@ struct Buffer {
   ~Buffer() { comet_rt_free(data); }
 
   bool allocate(comet_rt_context *ctx);
+  /// Points the descriptor at `p` (host memory of bytes() bytes that the
+  /// caller keeps alive), or back at `data` when null.
+  void borrow(const void *p);
   float *f32() const { return static_cast<float *>(data); }
   size_t bytes() const { return numel * elemBytes; }
 };
@@ -64,6 +67,9 @@ struct ArgInfo {
   /// labels, or the ids of int64 data that Gathers read as indices (the
   /// lowering's `comet.index_range`); 0 when not known.
   int64_t valueRange = 0;
+  /// The element type as ONNX's TensorProto.DataType (1 float, 7 int64,
+  /// 9 bool, ...); 0 when the compiler did not record it.
+  int32_t onnxType = 0;
 };
 
 /// A compiled function: its signature and its packed entry point, which
@@ -311,11 +317,44 @@ public:
   /// A parameter's first optimizer state, or null.
   Buffer *optimizerState(const std::string &param) const;
   const OptimizerConfig &optimizerConfig() const { return optimizer; }
+  // ---- checkpoints ----
+  /// A parameter's optimizer state `k`: 0 is AdamW's first moment or the
+  /// built-in SGD's velocity, 1 AdamW's second moment; null if there is
+  /// none.
+  Buffer *optimizerState(const std::string &param, int k) const;
+  /// Optimizer steps taken: AdamW's step count, and stats().steps.
+  int64_t optimizerSteps() const { return steps; }
+  /// Sets the steps taken, for a run that continues from a checkpoint.
+  void setOptimizerSteps(int64_t n) { steps = n; }
   const Entry &trainEntry() const { return train; }
   const Entry &evalEntry() const { return eval; }
   const std::vector<SiteStats> &sites() const { return siteInfo; }
   const MemoryPrediction &memoryPrediction() const { return prediction; }
   int64_t optimizerStateBytes() const { return stateBytes; }
+
+  // ---- ONNX Runtime's Module and Optimizer ----
+  /// The next computeGradients() overwrites the gradient buffers; until
+  /// then each call adds to them (ORT's lazy_reset_grad). A new trainer
+  /// starts with a reset pending; step() always resets.
+  void lazyResetGrad() { resetGrad = true; }
+  /// Runs the optimizer once on the gradient buffers as they are.
+  std::string optimizerStep() { return runOptimizer(); }
+  std::string setLearningRate(float lr);
+  /// The data and labels inputs of the training graph (null before
+  /// bindTrain), and the indices of the eval graph's in evalEntry().args.
+  const Buffer *dataInput() const { return input; }
+  const Buffer *labelsInput() const { return labels; }
+  size_t evalDataArg() const { return evalData; }
+  size_t evalLabelsArg() const { return evalLabels; }
+  /// Runs the eval graph on one batch (batchSize() samples) and copies
+  /// each result into `outputs` (host memory, one pointer per result of
+  /// evalEntry(), null to skip it).
+  std::string evalBatch(const void *data, const int64_t *labels,
+                        const std::vector<void *> &outputs);
+  /// Copies another trainer's parameters, gradients, optimizer state,
+  /// learning rate, step count and pending reset: a trainer of the same
+  /// graph compiled for another batch size.
+  std::string copyStateFrom(const Trainer &other);
 
 private:
   std::string runOptimizer();
@@ -342,6 +381,7 @@ private:
   std::unique_ptr<Buffer> lrBuf, stepBuf;
   int64_t stateBytes = 0;
   int64_t steps = 0;
+  bool resetGrad = true;
 
   std::vector<SiteStats> siteInfo;
   MemoryPrediction prediction;

@@ -125,6 +125,19 @@ private:
   bool testRead = false;
 };
 
+/// Where a run stands between two steps: with the trainer's state, what a
+/// checkpoint records to continue it exactly.
+struct LoopPosition {
+  /// Steps done.
+  int64_t steps = 0;
+  /// The epoch (0-based) the loader is in, and the samples of it already
+  /// read: the next step reads on from there (or from the next epoch when
+  /// fewer than a batch are left).
+  int64_t epoch = 0, samples = 0;
+};
+
+struct RunResult;
+
 struct RunOptions {
   int64_t epochs = 1;
   /// Stop after this many steps (0: no limit).
@@ -136,6 +149,13 @@ struct RunOptions {
   bool quiet = false;
   /// Called around every step (the bound tuner).
   std::function<void(int64_t step)> beforeStep, afterStep;
+  /// Continue a run from here (a checkpoint's position). The RunResult
+  /// given to trainLoop then holds the run's history up to it.
+  LoopPosition start;
+  /// Called after every step with the position reached (checkpoints); a
+  /// message stops the run with that error.
+  std::function<std::string(const LoopPosition &, const RunResult &)>
+      afterPosition;
 };
 
 struct RunResult {
@@ -159,10 +179,13 @@ struct RunResult {
   std::vector<Evaluation> evalHistory;
 };
 
-/// Trains for the epochs (or maxSteps); the second step's memory timeline
-/// is recorded. Fills everything but the final evaluation; evaluates every
-/// evalInterval steps before the last (the allocator's peaks reset after
-/// each, so the memory figures stay the training step's).
+/// Trains for the epochs (or maxSteps) from options.start; the memory
+/// timeline of the second step it runs is recorded. Fills everything but
+/// the final evaluation, appending to the history `result` holds when
+/// resuming (steps, losses, evaluations, bounds; step times are this
+/// run's); evaluates every evalInterval steps before the last (the
+/// allocator's peaks reset after each, so the memory figures stay the
+/// training step's).
 std::string trainLoop(Trainer &trainer, TrainingData &data,
                       const RunOptions &options, RunResult &result);
 

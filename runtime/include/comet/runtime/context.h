@@ -38,6 +38,18 @@ COMET_RT_API comet_rt_context *comet_rt_default_context(void);
 COMET_RT_API void comet_rt_context_set_seed(comet_rt_context *ctx,
                                             uint64_t seed);
 
+/* The random stream's seed and counter: the numbers drawn since the seed
+ * was set. */
+COMET_RT_API void comet_rt_context_get_random_state(comet_rt_context *ctx,
+                                                    uint64_t *seed,
+                                                    uint64_t *counter);
+
+/* Continues the stream of `seed` at `counter`, so that a run resumed from
+ * a checkpoint draws the numbers it would have drawn. */
+COMET_RT_API void comet_rt_context_set_random_state(comet_rt_context *ctx,
+                                                    uint64_t seed,
+                                                    uint64_t counter);
+
 #ifdef __cplusplus
 }
 #endif

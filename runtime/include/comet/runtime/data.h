@@ -252,6 +252,15 @@ COMET_RT_API int64_t comet_rt_loader_next_tokens(comet_rt_loader *loader,
 COMET_RT_API int64_t comet_rt_loader_order(const comet_rt_loader *loader,
                                            int64_t pos);
 
+/* Samples of the current epoch already returned. */
+COMET_RT_API int64_t comet_rt_loader_position(const comet_rt_loader *loader);
+
+/* Moves to position pos of the current epoch's order (0 <= pos <= the
+ * dataset's size), as if pos samples had been returned: a run resumed at
+ * (epoch, pos) with start_epoch then seek reads what it would have read.
+ * Fails for a position outside the epoch. */
+COMET_RT_API int32_t comet_rt_loader_seek(comet_rt_loader *loader, int64_t pos);
+
 #ifdef __cplusplus
 }
 #endif

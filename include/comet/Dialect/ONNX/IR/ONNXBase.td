@@ -7,6 +7,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinTypes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "comet/Dialect/ONNX/IR/ONNXInterfaces.td"
+include "comet/Dialect/ONNX/IR/ONNXTraits.td"
 
 def ONNX_Dialect : Dialect {
   let name = "onnx";
@@ -70,19 +71,50 @@ def ONNX_I64Attr : SignlessIntegerAttrBase<I64, "64-bit integer attribute"> {
   let convertFromStorage = "$_self.getValue().getSExtValue()";
 }
 
-// Operand and result constraints.
+// Operand and result constraints. An ONNX_OptionalConstraint accepts `none`,
+// the value of an input or output that a node leaves out.
+class ONNX_OptionalConstraint;
 def ONNX_Tensor : AnyTypeOf<[AnyTensor], "tensor">;
-def ONNX_OptTensor : AnyTypeOf<[AnyTensor, NoneType], "tensor or none">;
+def ONNX_OptTensor : AnyTypeOf<[AnyTensor, NoneType], "tensor or none">,
+                     ONNX_OptionalConstraint;
 def ONNX_TensorOrSeq : AnyTypeOf<[AnyTensor, ONNX_SeqType], "tensor or sequence">;
 def ONNX_OptTensorOrSeq : AnyTypeOf<[AnyTensor, ONNX_SeqType, NoneType],
-                                    "tensor, sequence or none">;
+                                    "tensor, sequence or none">,
+                          ONNX_OptionalConstraint;
 
-// An op of ONNX domain `domain` ("" is ai.onnx). The summary starts with the
-// domain so the generated docs show it; lookupOpInfo holds it for code.
+// An op of ONNX domain `domain` ("" is ai.onnx) whose mnemonic is its ONNX
+// op_type. The summary starts with the domain so the generated docs show it.
+// comet-tblgen -gen-onnx-op-table makes the importer's table
+// (comet::onnx::lookupOpInfo) from these definitions: the op_type, the
+// domain, and the node arity and names of the ODS operands and results. A
+// node may leave out trailing ONNX_Opt* values; a Variadic one takes one or
+// more.
+//
+// Result types: an op with a family trait (ONNX_InferenceTrait,
+// ONNXTraits.td) has its inferResultTypes from the trait; ONNX_Op declares
+// it on every other op, whose C++ defines it (ONNXTypeInference.cpp).
 class ONNX_Op<string mnemonic, string domain, string text,
               list<Trait> traits = []>
     : Op<ONNX_Dialect, mnemonic,
-         !listconcat(traits, [DeclareOpInterfaceMethods<ONNX_TypeInferenceOpInterface>])> {
+         !listconcat(traits,
+           !if(!empty(!filter(t, traits, !isa<ONNX_InferenceTrait>(t))),
+               [DeclareOpInterfaceMethods<ONNX_TypeInferenceOpInterface>],
+               [ONNX_TypeInferenceOpInterface]))> {
+  assert !le(!size(!filter(t, traits, !isa<ONNX_InferenceTrait>(t))), 1),
+         mnemonic # ": an op has one family trait (ONNX_InferenceTrait) "
+                  # "at most";
+  string onnxOpType = mnemonic;
+  string onnxDomain = domain;
+  string onnxSummary = text;
+  // The runtime function (abi.def) the op lowers to, when its lowering is
+  // that one call with the op's inputs, then its outputs, then its
+  // attributes as i64 or f32 scalars (abi.def's order): comet-tblgen
+  // -gen-onnx-runtime-calls generates the lowering pattern, and the build
+  // checks the arguments against abi.def. Empty: a hand-written pattern
+  // lowers the op (lib/Conversion/CometToRuntime).
+  string runtimeCall = "";
+  // The attributes the call takes, in its order; unset: all of the op's.
+  list<string> runtimeCallAttrs = ?;
   let summary = "[" # !if(!eq(domain, ""), "ai.onnx", domain) # "] " # text;
   // One generic form for all: ONNX ops are many and regular.
   let assemblyFormat = [{

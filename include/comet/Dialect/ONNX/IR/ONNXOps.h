@@ -8,6 +8,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <cmath>
+
 #include "comet/Dialect/ONNX/IR/ONNXDialect.h"
 
 #define GET_TYPEDEF_CLASSES
@@ -22,7 +24,8 @@ enum class SavedActivationKind {
   /// BatchNormalizationGrad's X: read densely, its error scaled by 1/std.
   BatchNormInput,
   /// Only x > 0 (true, for a bool tensor) matters: ReluGrad's X,
-  /// DropoutGrad's mask. A 1-bit mask stream holds it losslessly.
+  /// DropoutGrad's mask, LeakyReluGrad's Y (the MaskGradient family). A
+  /// 1-bit mask stream holds it losslessly.
   ReluMask,
   /// Integer indices, read exactly (MaxPoolGrad's Indices).
   PoolIndices,
@@ -49,26 +52,38 @@ class InPlaceGradient
 } // namespace comet::onnx
 
 #include "comet/Dialect/ONNX/IR/ONNXInterfaces.h.inc"
+#include "comet/Dialect/ONNX/IR/ONNXSavedActivations.h"
+#include "comet/Dialect/ONNX/IR/ONNXTraits.h"
 
 #define GET_OP_CLASSES
 #include "comet/Dialect/ONNX/IR/ONNXOps.h.inc"
 
 namespace comet::onnx {
 
-/// What the importer needs to know about an ONNX op type: its domain and
-/// how many inputs and outputs a node may have (trailing optional ones may
-/// be left out of a node and become `none`).
+/// What the importer needs to know about an ONNX op type: its domain, how
+/// many inputs and outputs a node may have (trailing optional ones may be
+/// left out of a node and become `none`), and the ODS names of its operands
+/// and results. comet-tblgen generates the table from ONNXOps.td.
 struct OpInfo {
   llvm::StringLiteral opType;
   llvm::StringLiteral domain;    ///< "" for ai.onnx, as written in files.
   unsigned minInputs, maxInputs; ///< maxInputs == ~0u: variadic.
   unsigned minOutputs, maxOutputs;
+  /// One name per ODS operand and result (a variadic one's name once).
+  llvm::ArrayRef<llvm::StringLiteral> inputNames, outputNames;
+  llvm::StringLiteral summary; ///< The ODS summary, without the domain.
 };
 
-/// The supported op types, one entry per ODS op (the dialect-level table of
-/// domains). Null when `opType` is not supported.
+/// The supported op types, one entry per ODS op, sorted by op type. Null
+/// when `opType` is not supported.
 const OpInfo *lookupOpInfo(llvm::StringRef opType);
 llvm::ArrayRef<OpInfo> getSupportedOps();
+
+/// The name an onnx op's diagnostics give its operand `i`: the ODS name
+/// ("dY"), or "operand #i" for a variadic operand or an op of no table.
+std::string getOperandName(mlir::Operation *op, unsigned i);
+/// The same for result `i` ("dX", "result #i").
+std::string getResultName(mlir::Operation *op, unsigned i);
 
 /// Whether two ONNX domain strings name the same domain ("" == "ai.onnx").
 bool isSameDomain(llvm::StringRef a, llvm::StringRef b);

@@ -96,10 +96,20 @@ def ONNX_ConvOp : ONNX_Op<"Conv", "", "N-d convolution", [Pure]> {
   let hasVerifier = 1;
 }
 
-def ONNX_ReluOp : ONNX_Op<"Relu", "", "max(x, 0)", [Pure]> {
+def ONNX_ReluOp : ONNX_Op<"Relu", "", "max(x, 0)",
+    [Pure, ONNX_UnaryElementwise<"Any">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
+  let runtimeCall = "relu";
+}
+
+def ONNX_LeakyReluOp : ONNX_Op<"LeakyRelu", "", "X >= 0 ? X : alpha * X",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
+  let description = [{ torch's `nn.LeakyReLU` (`alpha` its negative_slope). }];
+  let arguments = (ins ONNX_Tensor:$X,
+                       DefaultValuedAttr<F32Attr, "0.01">:$alpha);
+  let results = (outs ONNX_Tensor:$Y);
+  let runtimeCall = "leaky_relu";
 }
 
 def ONNX_MaxPoolOp : ONNX_Op<"MaxPool", "", "N-d max pooling", [Pure]> {
@@ -117,12 +127,11 @@ def ONNX_GlobalAveragePoolOp : ONNX_Op<"GlobalAveragePool", "",
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
+  let runtimeCall = "global_average_pool";
 }
 
-def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure,
-    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
-       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C",
+    [Pure, ONNX_MatMulGradient]> {
   let description = [{
     In a backward pass (dW = Gemm(X, dY, transA = 1)) A or B is a saved
     activation (SavedActivationOpInterface); N is A's contraction dimension.
@@ -134,12 +143,11 @@ def ONNX_GemmOp : ONNX_Op<"Gemm", "", "alpha * A' B' + beta * C", [Pure,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$transB);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
+  let runtimeCall = "gemm";
 }
 
-def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul", [Pure,
-    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
-       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul",
+    [Pure, ONNX_MatMulGradient]> {
   let description = [{
     In a backward pass A or B is a saved activation
     (SavedActivationOpInterface); N is A's last dimension.
@@ -147,23 +155,29 @@ def ONNX_MatMulOp : ONNX_Op<"MatMul", "", "numpy matmul", [Pure,
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
+  let runtimeCall = "matmul";
 }
 
-def ONNX_FlattenOp : ONNX_Op<"Flatten", "", "Flatten to 2-d at `axis`", [Pure]> {
+def ONNX_FlattenOp : ONNX_Op<"Flatten", "", "Flatten to 2-d at `axis`",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$input, DefaultValuedAttr<ONNX_I64Attr, "1">:$axis);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "flatten";
 }
 
-def ONNX_ReshapeOp : ONNX_Op<"Reshape", "", "Reshape to a 1-d i64 shape", [Pure]> {
+def ONNX_ReshapeOp : ONNX_Op<"Reshape", "", "Reshape to a 1-d i64 shape",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$data, ONNX_Tensor:$shape,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$allowzero);
   let results = (outs ONNX_Tensor:$reshaped);
   let hasVerifier = 1;
+  let runtimeCall = "reshape";
 }
 
 def ONNX_BatchNormalizationOp : ONNX_Op<"BatchNormalization", "",
-    "Batch normalization (inference or training mode)", [Pure]> {
+    "Batch normalization (inference or training mode)",
+    [Pure, ONNX_ResultsLike<[0, 3, 3]>]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$scale, ONNX_Tensor:$B,
                        ONNX_Tensor:$input_mean, ONNX_Tensor:$input_var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
@@ -175,17 +189,18 @@ def ONNX_BatchNormalizationOp : ONNX_Op<"BatchNormalization", "",
 }
 
 class ONNX_BinaryOp<string mnemonic, string text>
-    : ONNX_Op<mnemonic, "", text # " with numpy broadcasting", [Pure]> {
+    : ONNX_Op<mnemonic, "", text # " with numpy broadcasting",
+              [Pure, ONNX_Broadcast<"Same">]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
-  let hasVerifier = 1;
 }
 def ONNX_AddOp : ONNX_BinaryOp<"Add", "A + B">;
 def ONNX_SubOp : ONNX_BinaryOp<"Sub", "A - B">;
 def ONNX_MulOp : ONNX_BinaryOp<"Mul", "A * B">;
 def ONNX_DivOp : ONNX_BinaryOp<"Div", "A / B">;
 
-def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure]> {
+def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     `min` and `max` are optional one-element inputs (ReLU6 is Clip(x, 0, 6)).
   }];
@@ -193,39 +208,43 @@ def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)", [Pure]> {
                        ONNX_OptTensor:$max);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "clip";
 }
 
 class ONNX_CompareOp<string mnemonic, string text>
     : ONNX_Op<mnemonic, "", text # " (bool result) with numpy broadcasting",
-              [Pure]> {
+              [Pure, ONNX_Broadcast<"Bool">]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
-  let hasVerifier = 1;
 }
 def ONNX_GreaterOrEqualOp : ONNX_CompareOp<"GreaterOrEqual", "A >= B">;
 def ONNX_LessOrEqualOp : ONNX_CompareOp<"LessOrEqual", "A <= B">;
 def ONNX_EqualOp : ONNX_CompareOp<"Equal", "A == B">;
 
 def ONNX_AndOp : ONNX_Op<"And", "",
-    "Logical and of bool tensors with numpy broadcasting", [Pure]> {
+    "Logical and of bool tensors with numpy broadcasting",
+    [Pure, ONNX_Broadcast<"Bool">]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
   let hasVerifier = 1;
+  let runtimeCall = "and_i1";
 }
 
-def ONNX_SumOp : ONNX_Op<"Sum", "", "Sum of its inputs, with broadcasting", [Pure]> {
+def ONNX_SumOp : ONNX_Op<"Sum", "", "Sum of its inputs, with broadcasting",
+    [Pure, ONNX_Broadcast<"Same">]> {
   let arguments = (ins Variadic<ONNX_Tensor>:$data_0);
   let results = (outs ONNX_Tensor:$sum);
-  let hasVerifier = 1;
 }
 
-def ONNX_IdentityOp : ONNX_Op<"Identity", "", "A copy of its input", [Pure]> {
+def ONNX_IdentityOp : ONNX_Op<"Identity", "", "A copy of its input",
+    [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_TensorOrSeq:$input);
   let results = (outs ONNX_TensorOrSeq:$output);
   let hasVerifier = 1;
 }
 
-def ONNX_ShapeOp : ONNX_Op<"Shape", "", "The shape of a tensor as 1-d i64", [Pure]> {
+def ONNX_ShapeOp : ONNX_Op<"Shape", "", "The shape of a tensor as 1-d i64",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$data, OptionalAttr<ONNX_I64Attr>:$end,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$start);
   let results = (outs ONNX_Tensor:$shape);
@@ -244,18 +263,21 @@ def ONNX_ConstantOfShapeOp : ONNX_Op<"ConstantOfShape", "",
   let hasVerifier = 1;
 }
 
-def ONNX_ReduceSumOp : ONNX_Op<"ReduceSum", "", "Sum over `axes`", [Pure]> {
+def ONNX_ReduceSumOp : ONNX_Op<"ReduceSum", "", "Sum over `axes`",
+    [Pure, ONNX_Reduction]> {
   let arguments = (ins ONNX_Tensor:$data, ONNX_OptTensor:$axes,
                        DefaultValuedAttr<ONNX_I64Attr, "1">:$keepdims,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$noop_with_empty_axes);
   let results = (outs ONNX_Tensor:$reduced);
-  let hasVerifier = 1;
+  let runtimeCall = "reduce_sum";
 }
 
-def ONNX_ExpandOp : ONNX_Op<"Expand", "", "Broadcast to a 1-d i64 shape", [Pure]> {
+def ONNX_ExpandOp : ONNX_Op<"Expand", "", "Broadcast to a 1-d i64 shape",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$input, ONNX_Tensor:$shape);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "expand";
 }
 
 def ONNX_CastOp : ONNX_Op<"Cast", "", "Element type conversion", [Pure]> {
@@ -267,7 +289,8 @@ def ONNX_CastOp : ONNX_Op<"Cast", "", "Element type conversion", [Pure]> {
 }
 
 def ONNX_SoftmaxCrossEntropyLossOp : ONNX_Op<"SoftmaxCrossEntropyLoss", "",
-    "Softmax cross-entropy of scores N x C x ... against labels N x ...", [Pure]> {
+    "Softmax cross-entropy of scores N x C x ... against labels N x ...",
+    [Pure]> {
   let arguments = (ins ONNX_Tensor:$scores, ONNX_Tensor:$labels,
                        ONNX_OptTensor:$weights,
                        OptionalAttr<ONNX_I64Attr>:$ignore_index,
@@ -290,6 +313,8 @@ def ONNX_DropoutOp : ONNX_Op<"Dropout", "",
                        OptionalAttr<ONNX_I64Attr>:$seed);
   let results = (outs ONNX_Tensor:$output, ONNX_OptTensor:$mask);
   let hasVerifier = 1;
+  let runtimeCall = "dropout";
+  let runtimeCallAttrs = [];
 }
 
 //===----------------------------------------------------------------------===//
@@ -304,11 +329,13 @@ def ONNX_TransposeOp : ONNX_Op<"Transpose", "",
   let hasVerifier = 1;
 }
 
-def ONNX_SoftmaxOp : ONNX_Op<"Softmax", "", "Softmax along `axis`", [Pure]> {
+def ONNX_SoftmaxOp : ONNX_Op<"Softmax", "", "Softmax along `axis`",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input,
                        DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "softmax";
 }
 
 def ONNX_LayerNormalizationOp : ONNX_Op<"LayerNormalization", "",
@@ -335,6 +362,7 @@ def ONNX_SliceOp : ONNX_Op<"Slice", "",
                        ONNX_OptTensor:$steps);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "slice";
 }
 
 def ONNX_SqueezeOp : ONNX_Op<"Squeeze", "", "Remove dims of size 1", [Pure]> {
@@ -352,7 +380,7 @@ def ONNX_UnsqueezeOp : ONNX_Op<"Unsqueeze", "",
 }
 
 def ONNX_ReduceMeanOp : ONNX_Op<"ReduceMean", "",
-    "Mean over `axes` (an attribute before opset 18)", [Pure]> {
+    "Mean over `axes` (an attribute before opset 18)", [Pure, ONNX_Reduction]> {
   let description = [{ Without `axes`, every dim is reduced. }];
   let arguments = (ins ONNX_Tensor:$data,
                        OptionalAttr<DenseI64ArrayAttr>:$axes,
@@ -378,6 +406,8 @@ def ONNX_MaxPoolGradOp : ONNX_Op<"MaxPoolGrad", "",
   let arguments = !con((ins ONNX_Tensor:$dY, ONNX_Tensor:$Indices), MaxPoolAttrs);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "maxpool_grad";
+  let runtimeCallAttrs = [];
 }
 
 //===----------------------------------------------------------------------===//
@@ -402,17 +432,30 @@ def ONNX_ConvGradOp : ONNX_Op<"ConvGrad", "com.microsoft",
 
 def ONNX_ReluGradOp : ONNX_Op<"ReluGrad", "com.microsoft",
     "dX = dY where X > 0, else 0",
-    [Pure, ONNX_InPlaceGradient,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
+    [Pure, ONNX_InPlaceGradient, ONNX_ElementwiseGradient<0>,
+     ONNX_MaskGradient, ONNX_ReadsMaskHandle]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
-  let hasVerifier = 1;
+}
+
+def ONNX_LeakyReluGradOp : ONNX_Op<"LeakyReluGrad", "com.microsoft",
+    "dX = Y > 0 ? dY : alpha * dY",
+    [Pure, ONNX_InPlaceGradient, ONNX_ElementwiseGradient<0>,
+     ONNX_MaskGradient]> {
+  let description = [{
+    The gradient ONNX Runtime builds for LeakyRelu, from its output Y, a
+    saved activation read only as Y > 0 (a 1-bit mask holds it).
+  }];
+  let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$Y,
+                       DefaultValuedAttr<F32Attr, "0.01">:$alpha);
+  let results = (outs ONNX_Tensor:$dX);
+  let runtimeCall = "leaky_relu_grad";
 }
 
 def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
     "dX = dY / (1 - ratio) where the mask is true, else 0",
-    [Pure, ONNX_InPlaceGradient,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
+    [Pure, ONNX_InPlaceGradient, ONNX_ResultsLike<[0]>, ONNX_MaskGradient,
+     ONNX_ReadsMaskHandle]> {
   let description = [{
     The gradient of Dropout. `ratio` and `training_mode` are Dropout's
     inputs; without training mode dX = dY. The bool mask is a saved
@@ -426,7 +469,8 @@ def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
 }
 
 def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
-    "Batch normalization that also returns the saved mean and 1/std", [Pure]> {
+    "Batch normalization that also returns the saved mean and 1/std",
+    [Pure, ONNX_ResultsLike<[0, 3, 3, 3, 3]>]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$scale, ONNX_Tensor:$B,
                        ONNX_Tensor:$input_mean, ONNX_Tensor:$input_var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
@@ -440,13 +484,12 @@ def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
 
 def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
     "com.microsoft", "Gradients of batch normalization",
-    [Pure, ONNX_InPlaceGradient,
-     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
-       "getSummedTerms"]>]> {
+    [Pure, ONNX_InPlaceGradient, ONNX_ResultsLike<[1, 2, 2]>,
+     ONNX_NormalizationGradient]> {
   let description = [{
     `variance` is ONNX Runtime's saved 1/std (BatchNormInternal's
-    `saved_inv_std`). X is a saved activation (SavedActivationOpInterface).
+    `saved_inv_std`). X is a saved activation (SavedActivationOpInterface);
+    dscale sums dY * xhat over batch and pixels.
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X, ONNX_Tensor:$scale,
                        ONNX_Tensor:$mean, ONNX_Tensor:$variance,
@@ -454,10 +497,15 @@ def ONNX_BatchNormalizationGradOp : ONNX_Op<"BatchNormalizationGrad",
   let results = (outs ONNX_Tensor:$X_grad, ONNX_OptTensor:$scale_grad,
                       ONNX_OptTensor:$B_grad);
   let hasVerifier = 1;
+  let runtimeCall = "batch_norm_grad";
+  let extraClassDeclaration = [{
+    std::optional<double> getSummedTerms(int64_t dynamicDimSize);
+  }];
 }
 
 def ONNX_ScaleOp : ONNX_Op<"Scale", "com.microsoft",
-    "Multiply (or divide, with scale_down) by a one-element tensor", [Pure]> {
+    "Multiply (or divide, with scale_down) by a one-element tensor",
+    [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_Tensor:$input, ONNX_Tensor:$scale,
                        DefaultValuedAttr<ONNX_I64Attr, "0">:$scale_down);
   let results = (outs ONNX_Tensor:$output);
@@ -466,7 +514,7 @@ def ONNX_ScaleOp : ONNX_Op<"Scale", "com.microsoft",
 
 def ONNX_SoftmaxCrossEntropyLossGradOp : ONNX_Op<"SoftmaxCrossEntropyLossGrad",
     "com.microsoft", "Gradient of SoftmaxCrossEntropyLoss w.r.t. the scores",
-    [Pure]> {
+    [Pure, ONNX_ResultsLike<[1]>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$log_prob,
                        ONNX_Tensor:$label, ONNX_OptTensor:$weight,
                        ONNX_OptTensor:$bias,
@@ -489,7 +537,8 @@ def ONNX_SoftmaxCrossEntropyLossInternalOp : ONNX_Op<
 
 def ONNX_SoftmaxCrossEntropyLossInternalGradOp : ONNX_Op<
     "SoftmaxCrossEntropyLossInternalGrad", "com.microsoft",
-    "Gradient of SoftmaxCrossEntropyLossInternal w.r.t. the scores", [Pure]> {
+    "Gradient of SoftmaxCrossEntropyLossInternal w.r.t. the scores",
+    [Pure, ONNX_ResultsLike<[1]>]> {
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$log_prob,
                        ONNX_Tensor:$label, ONNX_OptTensor:$weight,
                        ONNX_OptTensor:$ignore_index, ONNX_OptTensor:$bias,
@@ -511,6 +560,7 @@ def ONNX_InPlaceAccumulatorV2Op : ONNX_Op<"InPlaceAccumulatorV2", "com.microsoft
   let results = (outs ONNX_Tensor:$updated_flag,
                       ONNX_OptTensor:$accumulation_buffer_out);
   let hasVerifier = 1;
+  let runtimeCall = "inplace_accumulator_v2";
 }
 
 def ONNX_AdamWOptimizerOp : ONNX_Op<"AdamWOptimizer", "com.microsoft",
@@ -550,10 +600,8 @@ def ONNX_SGDOptimizerV2Op : ONNX_Op<"SGDOptimizerV2", "com.microsoft",
 //===----------------------------------------------------------------------===//
 
 def ONNX_FusedMatMulOp : ONNX_Op<"FusedMatMul", "com.microsoft",
-    "alpha * op(A) x op(B), batched, op transposing the last two dims", [Pure,
-    DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["readsSavedActivationsOnlyInBackward", "getWeightGradForm",
-       "getWeightGradResult", "getOutputGradOperand", "getSummedTerms"]>]> {
+    "alpha * op(A) x op(B), batched, op transposing the last two dims",
+    [Pure, ONNX_MatMulGradient]> {
   let description = [{
     ONNX Runtime's fusion of Transpose and MatMul; the backward of a MatMul
     is written with it, so like MatMul it reads a saved activation there
@@ -572,13 +620,12 @@ def ONNX_FusedMatMulOp : ONNX_Op<"FusedMatMul", "com.microsoft",
 
 def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
     "com.microsoft", "Gradients of layer normalization",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getWeightGradResult", "getInvStdOperand",
-       "getSummedTerms"]>]> {
+    [Pure, ONNX_ResultsLike<[1, 2, 2]>, ONNX_NormalizationGradient]> {
   let description = [{
     Inputs dY, the forward X, the scale, and the forward's saved mean and
     inverse standard deviation; results dX, dscale, dbias. X is a saved
-    activation read through xhat = (X - mean) * inv_std_var.
+    activation read through xhat = (X - mean) * inv_std_var; dscale sums
+    over the rows (the dims before axis).
   }];
   let arguments = (ins ONNX_Tensor:$Y_grad, ONNX_Tensor:$X, ONNX_Tensor:$scale,
                        ONNX_Tensor:$mean, ONNX_Tensor:$inv_std_var,
@@ -588,54 +635,70 @@ def ONNX_LayerNormalizationGradOp : ONNX_Op<"LayerNormalizationGrad",
   let results = (outs ONNX_Tensor:$X_grad, ONNX_OptTensor:$scale_grad,
                       ONNX_OptTensor:$bias_grad);
   let hasVerifier = 1;
+  let runtimeCall = "layer_norm_grad";
+  let runtimeCallAttrs = ["axis", "epsilon"];
+  let extraClassDeclaration = [{
+    std::optional<double> getSummedTerms(int64_t dynamicDimSize);
+  }];
 }
 
 def ONNX_BiasGeluOp : ONNX_Op<"BiasGelu", "com.microsoft",
-    "gelu(A + B) with the exact (erf) GELU; B spans A's last dim", [Pure]> {
+    "gelu(A + B) with the exact (erf) GELU; B spans A's last dim",
+    [Pure, ONNX_ResultsLike<[0]>]> {
   let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$C);
   let hasVerifier = 1;
+  let runtimeCall = "bias_gelu";
 }
 
 def ONNX_BiasGeluGrad_dXOp : ONNX_Op<"BiasGeluGrad_dX", "com.microsoft",
     "dX = dY * gelu'(X + B)",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getSummedTerms"]>]> {
+    [Pure, ONNX_ElementwiseGradient<0>, ONNX_ActivationGradient<"Rows">]> {
   let description = [{
     X, the forward's pre-bias input, is a saved activation
-    (SavedActivationOpInterface).
+    (SavedActivationOpInterface): its error reaches the next weight
+    gradient over X's rows.
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X, ONNX_Tensor:$B);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "bias_gelu_grad_dx";
+  let extraClassDeclaration = [{
+    /// |gelu''| <= 2 phi(0) = sqrt(2 / pi).
+    static double getCurvatureBound() { return 0.7978845608; }
+  }];
 }
 
 def ONNX_GeluOp : ONNX_Op<"Gelu", "com.microsoft",
-    "gelu(X) with the exact (erf) GELU", [Pure]> {
+    "gelu(X) with the exact (erf) GELU",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     ONNX Runtime fuses torch's exported GELU (Div, Erf, Add, Mul) into this
     op when no bias Add precedes it to make a BiasGelu, e.g. after a Gather.
   }];
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
+  let runtimeCall = "gelu";
 }
 
 def ONNX_GeluGradOp : ONNX_Op<"GeluGrad", "com.microsoft",
     "dX = dY * gelu'(X)",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getSummedTerms"]>]> {
+    [Pure, ONNX_ElementwiseGradient<0>, ONNX_ActivationGradient<"Rows">]> {
   let description = [{
     X, the forward's input, is a saved activation
     (SavedActivationOpInterface), bounded as BiasGeluGrad_dX's.
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$dX);
-  let hasVerifier = 1;
+  let runtimeCall = "gelu_grad";
+  let extraClassDeclaration = [{
+    /// |gelu''| <= 2 phi(0) = sqrt(2 / pi).
+    static double getCurvatureBound() { return 0.7978845608; }
+  }];
 }
 
 def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
-    "Y = X * sigmoid(alpha * X)", [Pure]> {
+    "Y = X * sigmoid(alpha * X)", [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     ONNX Runtime fuses `X * Sigmoid(X)` (torch's SiLU, alpha = 1) and
     `X * Sigmoid(1.702 * X)` into this op. `alpha` is any finite float
@@ -645,12 +708,13 @@ def ONNX_QuickGeluOp : ONNX_Op<"QuickGelu", "com.microsoft",
                        DefaultValuedAttr<F32Attr, "1.702">:$alpha);
   let results = (outs ONNX_Tensor:$Y);
   let hasVerifier = 1;
+  let runtimeCall = "quick_gelu";
 }
 
 def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
     "dX = dY * (s + alpha * X * s * (1 - s)), s = sigmoid(alpha * X)",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-      ["getWeightGradForm", "getSummedTerms"]>]> {
+    [Pure, ONNX_ElementwiseGradient<0>,
+     ONNX_ActivationGradient<"BatchAndPixels">]> {
   let description = [{
     X, the forward's input, is a saved activation
     (SavedActivationOpInterface), bounded as SigmoidGrad's Y with
@@ -660,11 +724,20 @@ def ONNX_QuickGeluGradOp : ONNX_Op<"QuickGeluGrad", "com.microsoft",
                        DefaultValuedAttr<F32Attr, "1.702">:$alpha);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "quick_gelu_grad";
+  let extraClassDeclaration = [{
+    /// |f''| = |alpha| s (1 - s) |2 + u (1 - 2 s)| <= |alpha| / 2 for
+    /// f(x) = x sigmoid(alpha x), u = alpha x, s = sigmoid(u) (at u = 0).
+    double getCurvatureBound() {
+      return std::abs(getAlpha().convertToDouble()) / 2;
+    }
+  }];
 }
 
 def ONNX_SoftmaxGrad_13Op : ONNX_Op<"SoftmaxGrad_13", "com.microsoft",
     "Gradient of Softmax (opset 13) along `axis`: Y * (dY - sum(dY * Y))",
-    [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
+    [Pure, ONNX_ElementwiseGradient<0>,
+     DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
       ["getWeightGradForm", "getSummedTerms"]>]> {
   let description = [{
     Y, the forward Softmax output, is a saved activation
@@ -674,6 +747,7 @@ def ONNX_SoftmaxGrad_13Op : ONNX_Op<"SoftmaxGrad_13", "com.microsoft",
                        DefaultValuedAttr<ONNX_I64Attr, "-1">:$axis);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "softmax_grad";
 }
 
 def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
@@ -683,6 +757,7 @@ def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
                        ONNX_OptTensor:$axes, ONNX_OptTensor:$steps);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
+  let runtimeCall = "slice_grad";
 }
 
 //===----------------------------------------------------------------------===//
@@ -690,16 +765,18 @@ def ONNX_SliceGradOp : ONNX_Op<"SliceGrad", "com.microsoft",
 // with their gradients (ai.onnx and com.microsoft)
 //===----------------------------------------------------------------------===//
 
-def ONNX_SigmoidOp : ONNX_Op<"Sigmoid", "", "1 / (1 + exp(-X))", [Pure]> {
+def ONNX_SigmoidOp : ONNX_Op<"Sigmoid", "", "1 / (1 + exp(-X))",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
+  let runtimeCall = "sigmoid";
 }
 
-def ONNX_TanhOp : ONNX_Op<"Tanh", "", "tanh(X)", [Pure]> {
+def ONNX_TanhOp : ONNX_Op<"Tanh", "", "tanh(X)",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
-  let hasVerifier = 1;
+  let runtimeCall = "tanh";
 }
 
 defvar AveragePoolAttrs = (ins AutoPad:$auto_pad,
@@ -736,10 +813,10 @@ def ONNX_PadOp : ONNX_Op<"Pad", "",
   let hasVerifier = 1;
 }
 
-def ONNX_NegOp : ONNX_Op<"Neg", "", "-X", [Pure]> {
+def ONNX_NegOp : ONNX_Op<"Neg", "", "-X",
+    [Pure, ONNX_UnaryElementwise<"FloatOrSignedInt">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
 }
 
 def ONNX_AveragePoolGradOp : ONNX_Op<"AveragePoolGrad", "",
@@ -754,22 +831,33 @@ def ONNX_AveragePoolGradOp : ONNX_Op<"AveragePoolGrad", "",
   let hasVerifier = 1;
 }
 
-class ONNX_ActivationGradOp<string mnemonic, string text>
+// dX = dY * f'(Y) from the forward output Y, dense (no zeros); `curvature`
+// bounds |d f'(Y) / dY| (docs/error-bounds.md, "Sigmoid, tanh and
+// QuickGelu").
+class ONNX_ActivationGradOp<string mnemonic, string text, string curvature>
     : ONNX_Op<mnemonic, "com.microsoft", text,
-              [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface,
-                ["getWeightGradForm", "getSummedTerms",
-                 "hasDenseSavedActivation"]>]> {
+              [Pure, ONNX_ElementwiseGradient<1>,
+               ONNX_ActivationGradient<"BatchAndPixels", /*dense=*/1>]> {
   let description = [{
     Y, the forward output, is a saved activation
     (SavedActivationOpInterface).
   }];
   let arguments = (ins ONNX_Tensor:$dY, ONNX_Tensor:$Y);
   let results = (outs ONNX_Tensor:$dX);
-  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static double getCurvatureBound() { return }] # curvature # [{; }
+  }];
 }
+// |d(Y (1 - Y))/dY| = |1 - 2Y| <= 1.
 def ONNX_SigmoidGradOp : ONNX_ActivationGradOp<"SigmoidGrad",
-                                               "dX = dY * Y * (1 - Y)">;
-def ONNX_TanhGradOp : ONNX_ActivationGradOp<"TanhGrad", "dX = dY * (1 - Y^2)">;
+                                               "dX = dY * Y * (1 - Y)", "1.0"> {
+  let runtimeCall = "sigmoid_grad";
+}
+// |d(1 - Y^2)/dY| = |2Y| <= 2.
+def ONNX_TanhGradOp : ONNX_ActivationGradOp<"TanhGrad", "dX = dY * (1 - Y^2)",
+                                            "2.0"> {
+  let runtimeCall = "tanh_grad";
+}
 
 //===----------------------------------------------------------------------===//
 // Exported eval graphs (decomposed LayerNorm and GELU, attention shape
@@ -780,38 +868,42 @@ def ONNX_PowOp : ONNX_Op<"Pow", "", "X ^ Y with numpy broadcasting", [Pure]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$Y);
   let results = (outs ONNX_Tensor:$Z);
   let hasVerifier = 1;
+  let runtimeCall = "pow";
 }
 
-def ONNX_SqrtOp : ONNX_Op<"Sqrt", "", "Element-wise square root", [Pure]> {
+def ONNX_SqrtOp : ONNX_Op<"Sqrt", "", "Element-wise square root",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
+  let runtimeCall = "sqrt";
 }
 
-def ONNX_ErfOp : ONNX_Op<"Erf", "", "Element-wise error function", [Pure]> {
+def ONNX_ErfOp : ONNX_Op<"Erf", "", "Element-wise error function",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
-  let hasVerifier = 1;
+  let runtimeCall = "erf";
 }
 
-def ONNX_ExpOp : ONNX_Op<"Exp", "", "Element-wise exponential", [Pure]> {
+def ONNX_ExpOp : ONNX_Op<"Exp", "", "Element-wise exponential",
+    [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     ONNX Runtime builds Erf's gradient from Mul, Neg and Exp: a GELU that
     it does not fuse (one after a Mul) trains through it.
   }];
   let arguments = (ins ONNX_Tensor:$input);
   let results = (outs ONNX_Tensor:$output);
-  let hasVerifier = 1;
+  let runtimeCall = "exp";
 }
 
 def ONNX_ReciprocalOp : ONNX_Op<"Reciprocal", "", "Element-wise 1 / X",
-                                [Pure]> {
+                                [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
     `1 / sqrt(head_dim)` of an attention as torch exports it for eval.
   }];
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
-  let hasVerifier = 1;
+  let runtimeCall = "reciprocal";
 }
 
 def ONNX_RangeOp : ONNX_Op<"Range", "",
@@ -841,6 +933,7 @@ def ONNX_WhereOp : ONNX_Op<"Where", "",
                        ONNX_Tensor:$Y);
   let results = (outs ONNX_Tensor:$output);
   let hasVerifier = 1;
+  let runtimeCall = "where";
 }
 
 def ONNX_SplitOp : ONNX_Op<"Split", "",

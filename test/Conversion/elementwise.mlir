@@ -1,0 +1,75 @@
+// RUN: comet-opt %s -split-input-file --comet-lower-to-runtime=batch-size=2 -cse | FileCheck %s
+
+// Arithmetic, comparisons, casts (populateElementwiseLoweringPatterns).
+
+// ReLU6 and its gradient: Clip, the compares (predicates 0 = >=, 1 = <=),
+// And, Cast from bool and Mul.
+// CHECK-LABEL: func.func @clip_grad(
+// CHECK: call @comet_rt_clip(%arg0,
+// CHECK: %[[GE:.*]] = arith.constant 0 : i64
+// CHECK: call @comet_rt_compare(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[GE]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xi1>, i64) -> i32
+// CHECK: %[[LE:.*]] = arith.constant 1 : i64
+// CHECK: call @comet_rt_compare(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[LE]])
+// CHECK: call @comet_rt_and_i1(
+// CHECK: call @comet_rt_cast_i1_f32(
+// CHECK: call @comet_rt_mul(%arg0, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xf32>) -> i32
+func.func @clip_grad(%x: tensor<2x8xf32>, %lo: tensor<f32>, %hi: tensor<f32>, %dy: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %y = onnx.Clip(%x, %lo, %hi) : (tensor<2x8xf32>, tensor<f32>, tensor<f32>) -> tensor<2x8xf32>
+  %ge = onnx.GreaterOrEqual(%x, %lo) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xi1>
+  %le = onnx.LessOrEqual(%x, %hi) : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xi1>
+  %m = onnx.And(%ge, %le) : (tensor<2x8xi1>, tensor<2x8xi1>) -> tensor<2x8xi1>
+  %f = onnx.Cast(%m) {to = 1 : i64} : (tensor<2x8xi1>) -> tensor<2x8xf32>
+  %dx = onnx.Mul(%dy, %f) : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y, %dx : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// A float Neg multiplies by -1 (Scale, scale_down 0).
+// CHECK: memref.global "private" constant @[[M1:__comet_const_[0-9]+]] : memref<1xf32> = dense<-1.000000e+00>
+// CHECK-LABEL: func.func @neg(
+// CHECK: memref.get_global @[[M1]] : memref<1xf32>
+// CHECK: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK: call @comet_rt_scale(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[C0]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) -> i32
+func.func @neg(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %n = onnx.Neg(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %n : tensor<2x3xf32>
+}
+
+// -----
+
+// Sum adds pairwise into its output (x0 + x1, then + x2, broadcasting); an
+// integer Div of one-element constants (Size / 2) folds to a constant.
+// CHECK-DAG: memref.global "private" constant @[[Q:__comet_const_[0-9]+]] : memref<i64> = dense<3>
+// CHECK-LABEL: func.func @sum_and_shape_arith(
+// CHECK-SAME: %[[A:arg1]]: memref<2x3xf32>, %[[B:arg2]]: memref<3xf32>, %[[C:arg3]]: memref<2x3xf32>, %[[OUT:arg4]]: memref<2x3xf32>
+// CHECK-DAG: %[[AU:.*]] = memref.cast %[[A]] : memref<2x3xf32> to memref<*xf32>
+// CHECK-DAG: %[[BU:.*]] = memref.cast %[[B]] : memref<3xf32> to memref<*xf32>
+// CHECK-DAG: %[[OU:.*]] = memref.cast %[[OUT]] : memref<2x3xf32> to memref<*xf32>
+// CHECK: call @comet_rt_add(%arg0, %[[AU]], %[[BU]], %[[OU]])
+// CHECK: call @comet_rt_add(%arg0, %[[OU]], %{{.*}}, %[[OU]])
+// CHECK-NOT: call @comet_rt_div
+// CHECK: memref.get_global @[[Q]] : memref<i64>
+// CHECK-NOT: call @comet_rt_div
+func.func @sum_and_shape_arith(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<i64>) {
+  %s = onnx.Sum(%a, %b, %c) : (tensor<2x3xf32>, tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %n = onnx.Size(%a) : (tensor<2x3xf32>) -> tensor<i64>
+  %two = onnx.Constant {value = dense<2> : tensor<i64>} : tensor<i64>
+  %q = onnx.Div(%n, %two) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %s, %q : tensor<2x3xf32>, tensor<i64>
+}
+
+// -----
+
+// ORT's Scale by an integer element count (a mean's gradient) scales by
+// the f32 constant it is once shapes are static.
+// CHECK-DAG: memref.global "private" constant @[[SIX:__comet_const_[0-9]+]] : memref<1xf32> = dense<6.000000e+00>
+// CHECK-LABEL: func.func @scale_int(
+// CHECK: memref.get_global @[[SIX]] : memref<1xf32>
+// CHECK: %[[DOWN:.*]] = arith.constant 1 : i64
+// CHECK: call @comet_rt_scale(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[DOWN]])
+func.func @scale_int(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %n = onnx.Size(%x) : (tensor<2x3xf32>) -> tensor<i64>
+  %y = onnx.Scale(%x, %n) {scale_down = 1 : i64} : (tensor<2x3xf32>, tensor<i64>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
