@@ -190,9 +190,11 @@ func::FuncOp Engine::Impl::mainFunc(ModuleOp m) {
 
 Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
                           std::unique_ptr<ExecutionEngine> &jit,
-                          std::vector<SiteStats> *sites, StringRef dumpPath) {
-  if (Error e = runPipeline(m, "comet-lower-to-runtime{batch-size=" +
-                                   std::to_string(batch) + "}"))
+                          std::vector<SiteStats> *sites, StringRef dumpPath,
+                          bool tunerStatistics) {
+  if (Error e = runPipeline(
+          m, "comet-lower-to-runtime{batch-size=" + std::to_string(batch) +
+                 (tunerStatistics ? "" : " tuner-statistics=false") + "}"))
     return e;
   func::FuncOp f = mainFunc(m);
   if (!f)
@@ -493,8 +495,12 @@ Error Engine::compile(const EngineOptions &options) {
   Entry train;
   std::vector<SiteStats> sites;
   I.trainLowered = std::move(m);
+  // The tuner's statistics calls only where something reads them: a
+  // device that cannot gather them (CUDA) then runs a static graph.
+  bool statistics =
+      options.compress == CompressMode::Adaptive || options.tunerStatistics;
   if (Error e = I.lower(*I.trainLowered, options.batchSize, train, I.trainJit,
-                        &sites, options.dumpLoweredIRPath))
+                        &sites, options.dumpLoweredIRPath, statistics))
     return e;
   // The artifact folder's files unless the options name others, or the
   // initial state.

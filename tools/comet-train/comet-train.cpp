@@ -498,6 +498,9 @@ int main(int argc, char **argv) {
                   "the host: use --device cpu");
     opts.device = "cuda";
   }
+  // The error-model check reads the tuner's statistics of a static graph
+  // too.
+  opts.tunerStatistics = !measureErrorModel.empty();
   comet::tuner::TunerOptions tunerOpts;
   {
     tunerOpts.rule = boundRule;
