@@ -44,6 +44,21 @@ static std::vector<SlotInfo> slotsOf(const EngineStats &st,
   return out;
 }
 
+/// The slots' statistics come from the training graph's slot_observe_*
+/// calls, which an engine compiles with CompressMode::Adaptive or
+/// EngineOptions::tunerStatistics only.
+static Error needStatistics(Engine &engine, const std::vector<SlotInfo> &slots,
+                            const char *who) {
+  const std::vector<std::string> &entries =
+      engine.trainer().trainEntry().runtimeEntries;
+  if (slots.empty() || llvm::is_contained(entries, "slot_observe_act"))
+    return Error::success();
+  return err(llvm::Twine(who) +
+             ": the engine's training graph does not gather the bound "
+             "tuner's statistics; compile it with CompressMode::Adaptive or "
+             "EngineOptions::tunerStatistics");
+}
+
 /// Only the masked COMET rule reads a BatchNorm consumer's M and K: a slot
 /// that only BatchNorm reads skips their per-element work on stats steps
 /// under the other rules.
@@ -70,6 +85,8 @@ EngineTuner::create(Engine &engine, const TunerOptions &options) {
     return err(why);
   std::map<int64_t, int64_t> sites;
   std::vector<SlotInfo> slots = slotsOf(engine.stats(), &sites);
+  if (Error e = needStatistics(engine, slots, "the bound tuner"))
+    return std::move(e);
   for (const SlotInfo &s : slots) {
     if (s.staticEb > 0 &&
         comet_rt_slot_set_eb(engine.runtimeContext(), s.slot, s.staticEb) != 0)
@@ -283,6 +300,9 @@ llvm::json::Object EngineTuner::slotReport(int64_t slot) const {
 Expected<std::vector<GradErrorMeasurement>>
 comet::measureGradError(Engine &compressed, Engine &reference,
                         const void *images, const int64_t *labels) {
+  std::vector<SlotInfo> slots = slotsOf(compressed.stats(), nullptr);
+  if (Error e = needStatistics(compressed, slots, "measureGradError"))
+    return std::move(e);
   for (const std::string &p : compressed.trainableParameters())
     if (Error e = reference.setParameter(p, compressed.parameter(p)))
       return std::move(e);
@@ -292,7 +312,6 @@ comet::measureGradError(Engine &compressed, Engine &reference,
   auto refLoss = reference.computeGradients(images, labels);
   if (!refLoss)
     return refLoss.takeError();
-  std::vector<SlotInfo> slots = slotsOf(compressed.stats(), nullptr);
   std::map<int64_t, double> saved;
   for (const SlotInfo &s : slots)
     saved[s.slot] =
