@@ -23,7 +23,7 @@
 // the final size (compress) or status (decompress).
 //
 //===----------------------------------------------------------------------===//
-#include "CodecCommon.h"
+#include "comet/kernels/CodecFormat.h"
 
 #include "comet/runtime/codec_cuda.h"
 
@@ -36,6 +36,10 @@ namespace cg = cooperative_groups;
 
 namespace comet::kernels::cuda {
 namespace {
+
+// The format's constants, header, element types and scalar quantizer are the
+// CPU codec's (CodecFormat.h).
+using namespace format;
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
