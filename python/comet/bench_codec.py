@@ -425,6 +425,42 @@ def dump_real(out_dir: Path, batch: int = 64, models=TORCH_MODELS,
     return paths
 
 
+def sample_classes(src_dir: Path, out_dir: Path, mb_per_class: float) -> list[Path]:
+    """Copies a sample of dump_real's tensors (src_dir) to out_dir: per
+    class, tensors taken from each model in turn (in name order), skipping
+    those that would take the class past mb_per_class MB. What
+    scripts/gpu-run.sh carries to a GPU machine for comet.bench_codec_cuda's
+    classes."""
+    import shutil
+
+    budget = int(mb_per_class * 1e6)
+    by_class: dict[str, dict[str, list[Path]]] = {}
+    for p in sorted(Path(src_dir).glob("*.npy")):
+        parts = p.stem.split("__")
+        if len(parts) >= 3:
+            by_class.setdefault(parts[0], {}).setdefault(parts[1], []).append(p)
+    if not by_class:
+        raise FileNotFoundError(f"no <class>__<model>__*.npy tensors in {src_dir}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for cls, models in sorted(by_class.items()):
+        queues = [list(v) for _, v in sorted(models.items())]
+        used = 0
+        while any(queues):
+            for q in queues:
+                while q:
+                    p = q.pop(0)
+                    size = p.stat().st_size
+                    if used + size <= budget:
+                        used += size
+                        dst = out_dir / p.name
+                        shutil.copyfile(p, dst)
+                        paths.append(dst)
+                        break
+    return paths
+
+
 def dump_classes(out_dir: Path, batch: int = 64, models=("lenet", "mlp", "resnet", "vgg")) -> list[Path]:
     """The synthetic data set (--data fixtures): runs each fixture model's
     eval graph on `batch` Fashion-MNIST test images in ONNX Runtime and saves
