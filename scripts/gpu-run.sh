@@ -118,7 +118,7 @@ sample_classes(Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]))
   local k
   k=$(printf ' or %s' "${models[@]}")
   (cd "$root" && COMET_BUILD_DIR="$build" PYTHONPATH="$root/python" \
-    OMP_WAIT_POLICY=passive "$py" -m pytest -q -rs \
+    OMP_WAIT_POLICY=passive "$py" -m pytest -v -rs \
     python/tests/test_torch_models_vs_ort.py -k "${k# or }") \
     >"$bundle/reference/ort-match.log" 2>&1 || {
     tail -20 "$bundle/reference/ort-match.log"
@@ -146,9 +146,17 @@ run_all() {
   rm -f "$results/summary.txt"
   local build=${COMET_GPU_BUILD:-$root/build-gpu} status=0 gpu=1
   [[ -f $bundle/run.sh ]] || { echo "gpu-run: no bundle at $bundle (gpu-run.sh bundle)" >&2; return 1; }
-  "$bundle/run.sh" --unpack-only
-  [[ -d $bundle/activations || ! -f $bundle/activations.tar.xz ]] ||
-    tar -xJf "$bundle/activations.tar.xz" -C "$bundle"
+  # Unpacked beside the build, so that the bundle stays small enough to be
+  # carried again.
+  local packed=$bundle
+  bundle=$build-bundle
+  if [[ ! -f $bundle/.unpacked || $packed/run.sh -nt $bundle/.unpacked ]]; then
+    rm -rf "$bundle"
+    cp -a "$packed" "$bundle"
+    "$bundle/run.sh" --unpack-only
+    [[ ! -f $bundle/activations.tar.xz ]] || tar -xJf "$bundle/activations.tar.xz" -C "$bundle"
+    touch "$bundle/.unpacked"
+  fi
   local deps=$bundle/deps/usr lib=$bundle/deps/usr/lib/x86_64-linux-gnu
   export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
@@ -198,7 +206,7 @@ run_all() {
   local counts
   counts=$(grep -E "tests passed|tests failed" "$results/gpu-tests.log" | tail -1)
   local skipped
-  skipped=$(grep -c "Not Run\|Skipped" "$results/gpu-tests.log" || true)
+  skipped=$(grep -c "(Skipped)$" "$results/gpu-tests.log" || true)
   if ((rc != 0)); then
     summary gpu-tests FAIL "$counts"
     status=1
