@@ -1811,14 +1811,15 @@ struct PlanV2 {
 // Plans and writes one quantized block's body (its codes at r + i0, its
 // stats s, its dense codes in res when s.haveRes) into stage (room for
 // kStageV2 bytes). Outliers are the set bits of *badMask (0 for raw and
-// absent blocks).
+// absent blocks). Without rice, only the fixed-width modes are candidates
+// (COMET_RT_CODEC_ENTROPY_NONE: format::planFixedBlock's choice).
 constexpr size_t kStageV2 = std::max<size_t>(kStageBytes, kMaxRiceBytes + 8);
 
 template <typename E, bool Avx2>
 __attribute__((always_inline)) inline PlanV2
 encodeBlockV2(const uint8_t *x, unsigned len, uint8_t *stage, uint64_t *badMask,
               int32_t *r, unsigned i0, uint64_t c0, const Grid &g,
-              const BlockStats &s, uint32_t *res) {
+              const BlockStats &s, uint32_t *res, bool rice) {
   // r + i0 holds the block's codes (0 at outliers), the reference codes for
   // mode 6; reset below if the block becomes raw.
   const int32_t *q = r + i0;
@@ -1865,7 +1866,7 @@ encodeBlockV2(const uint8_t *x, unsigned len, uint8_t *stage, uint64_t *badMask,
   };
   // Rice needs at least one bit per value: skip it when that cannot win.
   unsigned kL = 0, kP = 0, k2 = 0;
-  if (best > 2 + ceilDiv(len, 8) + outlierCost) {
+  if (rice && best > 2 + ceilDiv(len, 8) + outlierCost) {
     // q holds 0 at outliers, as the plain mode codes them.
     for (unsigned i = 0; i < len; ++i)
       zq[i] = zigzag(q[i]);
@@ -2067,7 +2068,8 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
     uint64_t bad;
     const uint8_t *xb = x + size_t(b) * kBlockSize * E::size;
     PlanV2 p = encodeBlockV2<E, Avx2>(xb, bl, stage, &bad, r, b * kBlockSize,
-                                      c0, g, stats[b], res + b * kBlockSize);
+                                      c0, g, stats[b], res + b * kBlockSize,
+                                      entropy != COMET_RT_CODEC_ENTROPY_NONE);
     if (!p.present)
       continue;
     bitmap |= uint64_t(1) << b;
@@ -2597,7 +2599,7 @@ int activeIsa() {
 
 comet_rt_status setEntropy(int entropy) {
   if (entropy < COMET_RT_CODEC_ENTROPY_AUTO ||
-      entropy > COMET_RT_CODEC_ENTROPY_ALWAYS)
+      entropy > COMET_RT_CODEC_ENTROPY_NONE)
     return COMET_RT_ERROR_INVALID_ARGUMENT;
   gEntropy.store(entropy);
   return COMET_RT_SUCCESS;

@@ -15,9 +15,10 @@ the fixture models' eval graphs, with numpy softmax / exact GELU applied to
 their dense tensors.
 
 Our codec is called through a ctypes binding of the C ABI in
-runtime/include/comet/runtime/codec.h (libCometCodec.so), once per
---entropy setting (comet_rt_codec_set_entropy: off, auto, always; rows
-comet-sz for auto, the default, and comet-sz:off, comet-sz:always).
+kernels/include/comet/runtime/codec.h (libCometCodec.so), once per
+--entropy setting (comet_rt_codec_set_entropy: off, auto, always, none;
+rows comet-sz for auto, the default, and comet-sz:off, comet-sz:always,
+comet-sz:none).
 Throughput is uncompressed bytes over the median wall time.
 """
 
@@ -38,7 +39,7 @@ import numpy as np
 CODECS = {"raw": 0, "sz": 1, "mask": 2}
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
 ISAS = {"auto": 0, "baseline": 1, "avx2": 2}
-ENTROPY = {"auto": 0, "off": 1, "always": 2}
+ENTROPY = {"auto": 0, "off": 1, "always": 2, "none": 3}
 STATUS = {
     0: "ok",
     1: "invalid argument",
