@@ -184,7 +184,8 @@ run_all() {
   if cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
       -DCOMET_RUNTIME_ONLY=ON -DCOMET_ENABLE_PYTHON=OFF \
       -DCOMET_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-      -Ddnnl_DIR="$lib/cmake/dnnl" -DZLIB_ROOT="$deps" -DGTest_DIR="$lib/cmake/GTest" \
+      -Ddnnl_DIR="$lib/cmake/dnnl" -DZLIB_ROOT="$deps" -DZLIB_INCLUDE_DIR="$deps/include" \
+      -DZLIB_LIBRARY="$lib/libz.so" -DGTest_DIR="$lib/cmake/GTest" \
       -DCMAKE_PREFIX_PATH="$deps" ${COMET_GPU_CMAKE_ARGS:-} >"$results/configure.log" 2>&1 &&
     ninja -C "$build" -j "${COMET_JOBS:-$(nproc)}" >"$results/build.log" 2>&1; then
     if grep -q "CUDA backend ON" "$results/configure.log"; then
@@ -247,7 +248,7 @@ run_all() {
     fi
   done
   local ort
-  ort=$(tail -1 "$results/matches/ort-match.log" 2>/dev/null)
+  ort=$(tail -1 "$results/matches/ort-match.log" 2>/dev/null | tr -d '=' | xargs)
   if ((bad)); then
     summary matches FAIL "$bad of $ran steps failed; ORT (bundle): $ort"
     status=1

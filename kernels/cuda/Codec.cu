@@ -959,13 +959,15 @@ comet_rt_status queueCompressFixed(const uint8_t *x, uint8_t *o, Header h,
   h.numSparse = kChunkBlocks;
   const uint32_t es = dtypeSize(h.dtype);
   const uint64_t slot = worstFixedChunkBytes(kChunkElems, es);
+  // The staging slots, then three u64 words per chunk at an 8-byte
+  // boundary (a slot is 138 + 4096 * es bytes: not a multiple of 8).
+  const uint64_t wordsAt = (nc * slot + 7) / 8 * 8;
   uint8_t *scratch = nullptr;
   cudaError_t e = cudaMallocAsync(reinterpret_cast<void **>(&scratch),
-                                  nc * slot + 3 * 8 * nc + 8, stream);
+                                  wordsAt + 3 * 8 * nc + 8, stream);
   if (!check(e))
     return cudaStatus(e);
-  uint64_t *words = reinterpret_cast<uint64_t *>(scratch + nc * slot);
-  // nc * slot is a multiple of 8: slot is 10 + 128 + 4096 * es.
+  uint64_t *words = reinterpret_cast<uint64_t *>(scratch + wordsAt);
   FixedArgs args{
       x, o, h, qp, scratch, slot, words, words + nc, words + 2 * nc, dSize};
   if (nc) {
