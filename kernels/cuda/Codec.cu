@@ -770,11 +770,14 @@ struct FixedArgs {
 template <typename E>
 __global__ void __launch_bounds__(kChunkBlocks)
     compressFixedChunks(FixedArgs args) {
-  __shared__ uint32_t present[kChunkBlocks], aux[kChunkBlocks];
-  __shared__ uint32_t body[kChunkBlocks], outl[kChunkBlocks];
-  __shared__ uint32_t slots[4][kChunkBlocks];
-  __shared__ uint32_t totals[4];
-  __shared__ unsigned long long bitmap;
+  __shared__ uint32_t summary[kChunkBlocks];
+  // Plain storage: FixedSlot and FixedChunk have initializers, which shared
+  // memory does not run; thread 0 constructs them in layoutFixedChunk.
+  __shared__ alignas(
+      8) unsigned char slotBytes[sizeof(FixedSlot) * kChunkBlocks];
+  __shared__ alignas(8) unsigned char chunkBytes[sizeof(FixedChunk)];
+  FixedSlot *slots = reinterpret_cast<FixedSlot *>(slotBytes);
+  FixedChunk &fc = *reinterpret_cast<FixedChunk *>(chunkBytes);
   const uint64_t c = blockIdx.x;
   const uint32_t b = threadIdx.x;
   const uint64_t first = c * kChunkElems;
@@ -786,43 +789,14 @@ __global__ void __launch_bounds__(kChunkBlocks)
   if (b < nbk)
     planFixedBlock<E>(xb, minU32(kBlockSize, len - b * kBlockSize), args.qp,
                       fb);
-  present[b] = fb.present;
-  aux[b] = fb.present && hasAux(fb.mode);
-  body[b] = fb.present ? fb.bytes : 0;
-  outl[b] = storedOutliers(fb);
+  summary[b] = fixedSummary(fb);
   __syncthreads();
-  if (b == 0) { // 64 entries: a serial scan is cheapest
-    uint32_t run[4] = {0, 0, 0, 0};
-    unsigned long long bits = 0;
-    for (uint32_t k = 0; k < kChunkBlocks; ++k) {
-      const uint32_t v[4] = {present[k], aux[k], body[k], outl[k]};
-      for (int j = 0; j < 4; ++j) {
-        slots[j][k] = run[j];
-        run[j] += v[j];
-      }
-      bits |= (unsigned long long)present[k] << k;
-    }
-    for (int j = 0; j < 4; ++j)
-      totals[j] = run[j];
-    bitmap = bits;
-  }
+  if (b == 0) // 64 entries: one thread's scan is cheapest
+    layoutFixedChunk<E>(summary, nbk, slots, fc);
   __syncthreads();
-  FixedChunk fc;
-  fc.bitmap = bitmap;
-  fc.nd = totals[0];
-  fc.na = totals[1];
-  fc.body = totals[2];
-  fc.outliers = totals[3];
-  fc.bytes = fixedChunkBytes<E>(fc);
   uint8_t *dst = args.staging + c * args.slot;
-  if (fb.present) {
-    FixedSlot s;
-    s.desc = slots[0][b];
-    s.aux = slots[1][b];
-    s.body = slots[2][b];
-    s.outlier = slots[3][b];
-    writeFixedBlock<E>(fc, fb, b, s, xb, dst);
-  }
+  if (fb.present)
+    writeFixedBlock<E>(fc, fb, b, slots[b], xb, dst);
   if (b == 0) {
     if (fc.bytes)
       writeFixedChunkHeader(fc, dst);

@@ -173,6 +173,38 @@ template <typename E> COMET_HD uint64_t fixedChunkBytes(const FixedChunk &c) {
          uint64_t(c.outliers) * (2 + E::size);
 }
 
+// What the layout needs of a block's plan: one plain word each, so that a
+// GPU can gather them in shared memory (present, aux, outliers: bits 0, 1,
+// 2-8; the body's bytes: bits 9-31).
+COMET_HD uint32_t fixedSummary(const FixedBlock &b) {
+  if (!b.present)
+    return 0;
+  return 1u | uint32_t(hasAux(b.mode)) << 1 | storedOutliers(b) << 2 |
+         b.bytes << 9;
+}
+
+// Lays out a chunk from its nbk blocks' summaries: every present block's
+// slot (exclusive prefix sums in block order) and the chunk's totals and
+// size.
+template <typename E>
+COMET_HD void layoutFixedChunk(const uint32_t *summary, uint32_t nbk,
+                               FixedSlot *slots, FixedChunk &c) {
+  c = FixedChunk();
+  for (uint32_t b = 0; b < nbk; ++b) {
+    const uint32_t v = summary[b];
+    slots[b].desc = c.nd;
+    slots[b].aux = c.na;
+    slots[b].body = c.body;
+    slots[b].outlier = c.outliers;
+    c.bitmap |= uint64_t(v & 1) << b;
+    c.nd += v & 1;
+    c.na += (v >> 1) & 1;
+    c.outliers += (v >> 2) & 127;
+    c.body += v >> 9;
+  }
+  c.bytes = fixedChunkBytes<E>(c);
+}
+
 // Writes the chunk header (bitmap, outlier count) at out.
 COMET_HD void writeFixedChunkHeader(const FixedChunk &c, uint8_t *out) {
   storeU64(out, c.bitmap);
@@ -208,41 +240,31 @@ COMET_HD void writeFixedBlock(const FixedChunk &c, const FixedBlock &fb,
 // The whole chunk of len (1..kChunkElems) elements at x, serially: plans
 // every block into blocks (room for ceil(len / 64)), lays the chunk out and
 // writes it into out (room for worstFixedChunkBytes(len)). Returns its size
-// (0: every block absent) and adds its outliers to *numOutliers. A GPU runs
-// the same steps with a thread per block and scans for the slots.
+// (0: every block absent) and adds its outliers to *numOutliers. The CUDA
+// encoder runs the same steps with a thread per block (planFixedBlock,
+// fixedSummary), one thread for layoutFixedChunk, then every thread's
+// writeFixedBlock.
 template <typename E>
 COMET_HD uint64_t encodeFixedChunk(const uint8_t *x, uint32_t len,
                                    const QuantParams &qp, FixedBlock *blocks,
                                    uint8_t *out, uint64_t *numOutliers) {
   const uint32_t nbk = uint32_t(ceilDiv(len, kBlockSize));
-  FixedChunk c;
+  uint32_t summary[kChunkBlocks];
+  FixedSlot slots[kChunkBlocks];
   for (uint32_t b = 0; b < nbk; ++b) {
-    FixedBlock &fb = blocks[b];
     planFixedBlock<E>(x + size_t(b) * kBlockSize * E::size,
-                      minU32(kBlockSize, len - b * kBlockSize), qp, fb);
-    if (!fb.present)
-      continue;
-    c.bitmap |= uint64_t(1) << b;
-    ++c.nd;
-    c.na += hasAux(fb.mode);
-    c.body += fb.bytes;
-    c.outliers += storedOutliers(fb);
+                      minU32(kBlockSize, len - b * kBlockSize), qp, blocks[b]);
+    summary[b] = fixedSummary(blocks[b]);
   }
-  c.bytes = fixedChunkBytes<E>(c);
+  FixedChunk c;
+  layoutFixedChunk<E>(summary, nbk, slots, c);
   if (!c.bytes)
     return 0;
   writeFixedChunkHeader(c, out);
-  FixedSlot s;
-  for (uint32_t b = 0; b < nbk; ++b) {
-    const FixedBlock &fb = blocks[b];
-    if (!fb.present)
-      continue;
-    writeFixedBlock<E>(c, fb, b, s, x + size_t(b) * kBlockSize * E::size, out);
-    ++s.desc;
-    s.aux += hasAux(fb.mode);
-    s.body += fb.bytes;
-    s.outlier += storedOutliers(fb);
-  }
+  for (uint32_t b = 0; b < nbk; ++b)
+    if (blocks[b].present)
+      writeFixedBlock<E>(c, blocks[b], b, slots[b],
+                         x + size_t(b) * kBlockSize * E::size, out);
   *numOutliers += c.outliers;
   return c.bytes;
 }
