@@ -14,7 +14,12 @@
 #
 # usage: scripts/aot-bundle.sh [BUILD_DIR [BUNDLE_DIR]]
 #   defaults: build, BUILD_DIR/aot-bundle. COMET_AOT_MCPU (default
-#   x86-64-v3) is the CPU the steps are compiled for.
+#   x86-64-v3) is the CPU the steps are compiled for. For scripts/gpu-run.sh:
+#   COMET_AOT_SRC=0       leaves src/ out (the source tree travels itself)
+#   COMET_AOT_STEPS       more steps, one a line: NAME|COMPILE ARGS[|RUN FLAGS]
+#   COMET_AOT_GTEST=1     adds GoogleTest (libgtest-dev) to deps/
+#   COMET_AOT_PACK=1      xz-compresses deps/ (deps.tar.xz) and every step
+#                         (NAME.so.xz); run.sh unpacks them first
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
@@ -30,33 +35,43 @@ mkdir -p "$out/src" "$out/steps" "$out/reference" "$out/deps"
 fixtures=$src/test/fixtures/models
 run_flags="--data synthetic --seed 1 --synthetic-size 1280 --max-steps 10 --eval-samples 256 --quiet"
 
-# name | comet-compile arguments
+# name | comet-compile arguments [| comet-run flags, default run_flags]
 steps=(
   "lenet-static|$fixtures/lenet --compress static --batch 64"
   "lenet-none|$fixtures/lenet --compress none --optimizer builtin --batch 64"
   "resnet-static|$fixtures/resnet --compress static --batch 32 --optimizer $fixtures/resnet/optimizer_model.onnx"
 )
+while IFS= read -r line; do
+  [[ -n $line ]] && steps+=("$line")
+done <<<"${COMET_AOT_STEPS:-}"
 printf '%-16s %10s %12s\n' step bytes final_loss
 for s in "${steps[@]}"; do
-  name=${s%%|*}
+  IFS='|' read -r name compile flags <<<"$s"
+  flags=${flags:-$run_flags}
   # shellcheck disable=SC2086
-  "$build/bin/comet-compile" ${s#*|} --mcpu "$mcpu" -o "$out/steps/$name.so"
-  echo "$run_flags" > "$out/steps/$name.args"
+  "$build/bin/comet-compile" $compile --mcpu "$mcpu" -o "$out/steps/$name.so"
+  echo "$flags" > "$out/steps/$name.args"
   # shellcheck disable=SC2086
-  "$build/bin/comet-run" "$out/steps/$name.so" $run_flags --report "$out/reference/$name.json"
+  "$build/bin/comet-run" "$out/steps/$name.so" $flags --report "$out/reference/$name.json"
   loss=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["final_loss"])' "$out/reference/$name.json")
   printf '%-16s %10d %12.6f\n' "$name" "$(stat -c %s "$out/steps/$name.so")" "$loss"
 done
 
 # The source tree as the device tool sends it: tracked and untracked files
 # that git does not ignore.
-(cd "$src" && git ls-files -z --cached --others --exclude-standard |
-  xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' |
-  tar --null -T - -cf -) | tar -xf - -C "$out/src"
+if [[ ${COMET_AOT_SRC:-1} != 0 ]]; then
+  (cd "$src" && git ls-files -z --cached --others --exclude-standard |
+    xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' |
+    tar --null -T - -cf -) | tar -xf - -C "$out/src"
+else
+  rmdir "$out/src"
+fi
 
 # oneDNN and zlib from this machine's Debian packages, in their own layout
 # (oneDNN's CMake files find the library relative to themselves).
-for pkg in libdnnl2 libdnnl-dev zlib1g-dev; do
+pkgs=(libdnnl2 libdnnl-dev zlib1g-dev)
+[[ ${COMET_AOT_GTEST:-0} == 1 ]] && pkgs+=(libgtest-dev)
+for pkg in "${pkgs[@]}"; do
   dpkg -L "$pkg" | while read -r f; do
     [[ -f $f && $f != /usr/share/* ]] || continue
     mkdir -p "$out/deps$(dirname "$f")"
@@ -72,9 +87,16 @@ cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Builds the runtime and comet-run from src/ without LLVM/MLIR and runs every
 # compiled step of steps/, printing its losses beside this bundle's reference.
+#   run.sh --unpack-only   only unpacks deps.tar.xz and steps/*.so.xz
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 deps=$here/deps/usr
+# A packed bundle (COMET_AOT_PACK=1): unpack once.
+[[ -d $here/deps || ! -f $here/deps.tar.xz ]] || tar -xJf "$here/deps.tar.xz" -C "$here"
+for z in "$here"/steps/*.so.xz; do
+  [[ -f $z && ! -f ${z%.xz} ]] && xz -dk "$z"
+done
+[[ ${1:-} == --unpack-only ]] && exit 0
 cmake -G Ninja -S "$here/src" -B "$here/build-rt" -DCMAKE_BUILD_TYPE=Release \
   -DCOMET_RUNTIME_ONLY=ON -DBUILD_TESTING=OFF -DCOMET_ENABLE_PYTHON=OFF \
   -Ddnnl_DIR="$deps/lib/x86_64-linux-gnu/cmake/dnnl" -DZLIB_ROOT="$deps" \
@@ -114,6 +136,12 @@ fi
 exit $status
 RUN
 chmod +x "$out/run.sh"
+
+if [[ ${COMET_AOT_PACK:-0} == 1 ]]; then
+  tar -cJf "$out/deps.tar.xz" -C "$out" deps
+  rm -rf "$out/deps"
+  xz -T2 -6 "$out"/steps/*.so
+fi
 
 size=$(du -sb "$out" | cut -f1)
 echo "bundle: $out, $size bytes ($(du -sh "$out" | cut -f1))"

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "comet/kernels/cpu/Codec.h"
 
+#include "Quantizer.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -54,112 +56,6 @@ std::atomic<int> gNumThreads{0};
 
 // Below this many blocks the thread start-up costs more than it saves.
 constexpr uint64_t kParallelBlocks = 64;
-
-//===----------------------------------------------------------------------===//
-// Little-endian loads and stores at any alignment.
-//===----------------------------------------------------------------------===//
-
-template <typename T> inline T loadLE(const uint8_t *p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v; // x86-64 and the CUDA targets are little-endian.
-}
-template <typename T> inline void storeLE(uint8_t *p, T v) {
-  std::memcpy(p, &v, sizeof(T));
-}
-
-// Rounds v to the nearest integer, ties to even, for |v| < kQuantLimit: adding
-// 1.5 * 2^23 moves v to where the float spacing is 1. The format defines q
-// this way so that a CUDA kernel (__fadd_rn) gets the same integers.
-inline float roundQuant(float v) {
-  return (v + kRoundMagic) - kRoundMagic; // no -ffast-math: not folded
-}
-
-//===----------------------------------------------------------------------===//
-// Element types.
-//===----------------------------------------------------------------------===//
-
-struct F32 {
-  static constexpr size_t size = 4;
-  static float load(const uint8_t *p) { return bitsFloat(loadLE<uint32_t>(p)); }
-  static uint32_t bits(const uint8_t *p) { return loadLE<uint32_t>(p); }
-  static uint32_t fromFloat(float f) { return floatBits(f); }
-  static float toFloat(uint32_t b) { return bitsFloat(b); }
-  static void storeBits(uint8_t *p, uint32_t b) { storeLE<uint32_t>(p, b); }
-  static constexpr uint32_t one = 0x3F800000u;
-};
-
-// IEEE binary16, round to nearest even.
-struct F16 {
-  static constexpr size_t size = 2;
-  static float toFloat(uint32_t h) {
-    uint32_t sign = (h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
-    if (exp == 0) // zero or subnormal: mant * 2^-24, exact in float
-      return bitsFloat(sign | floatBits(float(mant) * 5.9604644775390625e-8f));
-    if (exp == 31)
-      return bitsFloat(sign | 0x7F800000u | (mant << 13));
-    return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
-  }
-  static uint32_t fromFloat(float f) {
-    uint32_t x = floatBits(f);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t ax = x & 0x7FFFFFFFu;
-    if (ax > 0x7F800000u) // NaN: keep it a (quiet) NaN
-      return sign | 0x7E00u | ((ax >> 13) & 0x3FF);
-    if (ax >= 0x477FF000u) // rounds to at least 65520: infinity
-      return sign | 0x7C00u;
-    if (ax < 0x38800000u) { // below 2^-14: a half subnormal, unit 2^-24
-      float scaled = bitsFloat(ax) * 16777216.0f; // exact
-      return sign | uint32_t(roundQuant(scaled));
-    }
-    // Rebias the exponent by 127 - 15 and round the 13 dropped bits to even.
-    uint32_t odd = (ax >> 13) & 1;
-    return sign | ((ax - 0x38000000u + 0xFFFu + odd) >> 13);
-  }
-  static float load(const uint8_t *p) { return toFloat(loadLE<uint16_t>(p)); }
-  static uint32_t bits(const uint8_t *p) { return loadLE<uint16_t>(p); }
-  static void storeBits(uint8_t *p, uint32_t b) {
-    storeLE<uint16_t>(p, uint16_t(b));
-  }
-  static constexpr uint32_t one = 0x3C00u;
-};
-
-// bfloat16, round to nearest even.
-struct BF16 {
-  static constexpr size_t size = 2;
-  static float toFloat(uint32_t h) { return bitsFloat(h << 16); }
-  static uint32_t fromFloat(float f) {
-    uint32_t x = floatBits(f);
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u)
-      return (x >> 16) | 0x40u;
-    return (x + 0x7FFFu + ((x >> 16) & 1)) >> 16;
-  }
-  static float load(const uint8_t *p) { return toFloat(loadLE<uint16_t>(p)); }
-  static uint32_t bits(const uint8_t *p) { return loadLE<uint16_t>(p); }
-  static void storeBits(uint8_t *p, uint32_t b) {
-    storeLE<uint16_t>(p, uint16_t(b));
-  }
-  static constexpr uint32_t one = 0x3F80u;
-};
-
-//===----------------------------------------------------------------------===//
-// Block codes.
-//===----------------------------------------------------------------------===//
-
-inline uint32_t zigzag(int32_t v) {
-  return (uint32_t(v) << 1) ^ uint32_t(v >> 31);
-}
-inline int32_t unzigzag(uint32_t u) {
-  return int32_t((u >> 1) ^ (0u - (u & 1)));
-}
-inline uint32_t bitWidth(uint32_t v) { return v ? 32 - __builtin_clz(v) : 0; }
-inline unsigned popcount64(uint64_t v) {
-  v = v - ((v >> 1) & 0x5555555555555555ull);
-  v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
-  v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-  return unsigned((v * 0x0101010101010101ull) >> 56);
-}
 
 //===----------------------------------------------------------------------===//
 // Arguments.
@@ -272,254 +168,6 @@ inline void unpackBits(const uint8_t *in, uint32_t *v, unsigned count,
                        uint32_t w) {
   kUnpack[w](in, v, count);
 }
-
-//===----------------------------------------------------------------------===//
-// sz blocks.
-//===----------------------------------------------------------------------===//
-
-// What a block's mode choice needs: ORs of the values each mode would code
-// (their widths), the nonzero and outlier masks.
-struct BlockStats {
-  uint64_t bad = 0; // outliers (bit i: element i)
-  uint64_t nz = 0;  // q != 0; 0 past len
-  uint32_t resOr = 0, zzOr = 0, posOr = 0;
-  bool allPos = true;
-  bool haveRes = false; // res[] holds the dense codes
-};
-
-// Quantizes one block with the scalar code the format defines. q[i] is the
-// integer code of element i, or 0 where the element is an outlier; q is 0
-// past len. Fills s.bad only.
-template <typename E>
-inline void quantizeScalar(const uint8_t *x, unsigned len,
-                           const QuantParams &qp, int32_t *q, BlockStats &s) {
-  alignas(64) float xs[kBlockSize];
-  alignas(64) int32_t bad[kBlockSize];
-  for (unsigned i = 0; i < len; ++i)
-    xs[i] = E::load(x + i * E::size);
-  for (unsigned i = len; i < kBlockSize; ++i)
-    xs[i] = 0.0f;
-  const float inv = qp.inv, step = qp.step;
-  const double eb = qp.eb;
-  for (unsigned i = 0; i < kBlockSize; ++i) {
-    float v = xs[i] * inv;
-    bool inRange = std::fabs(v) < kQuantLimit;
-    float qf = inRange ? roundQuant(v) : 0.0f;
-    float xr = E::toFloat(E::fromFloat(qf * step));
-    bool ok = inRange & (std::fabs(double(xs[i]) - double(xr)) <= eb);
-    q[i] = int32_t(ok ? qf : 0.0f);
-    bad[i] = !ok;
-  }
-  uint64_t mask = 0;
-  for (unsigned i = 0; i < len; ++i)
-    mask |= uint64_t(bad[i]) << i;
-  s.bad = mask;
-}
-
-// The reductions of a block, from its codes (any outliers, any len).
-inline void reduceScalar(const int32_t *q, unsigned len, BlockStats &s) {
-  const uint64_t badMask = s.bad;
-  uint32_t zzOr = 0, posOr = 0, resOr = 0;
-  uint64_t nz = 0;
-  bool allPos = true;
-  int32_t prev = 0;
-  if (badMask == 0) {
-    // Branch-free reductions, written to vectorize.
-    int32_t negOr = 0;
-    resOr = len ? zigzag(q[0]) : 0;
-    for (unsigned i = 1; i < len; ++i)
-      resOr |= zigzag(q[i] - q[i - 1]);
-    for (unsigned i = 0; i < len; ++i) {
-      int32_t v = q[i];
-      zzOr |= zigzag(v);
-      negOr |= v;
-      posOr |= uint32_t(v - 1) & uint32_t(-(v > 0));
-    }
-    allPos = negOr >= 0;
-  } else {
-    for (unsigned i = 0; i < len; ++i) {
-      int32_t v = q[i];
-      zzOr |= zigzag(v);
-      allPos &= v >= 0;
-      posOr |= uint32_t(v - 1) & (v > 0 ? ~0u : 0u);
-      int32_t d = (badMask >> i) & 1 ? prev : v;
-      resOr |= zigzag(d - prev);
-      prev = d;
-    }
-  }
-  for (unsigned i = 0; i < kBlockSize; ++i)
-    nz |= uint64_t(q[i] != 0) << i;
-  s.resOr = resOr;
-  s.zzOr = zzOr;
-  s.posOr = posOr;
-  s.allPos = allPos;
-  s.nz = nz;
-}
-
-#if defined(__SSE2__)
-// The F32 quantizer, 4 lanes at a time: the same IEEE operations in the same
-// order as quantizeScalar (mul, compare, add, sub, mul, widen, sub, compare;
-// no FMA), so the same codes and outliers. A full block without outliers
-// also gets its reductions and its dense codes (res) here; other blocks
-// leave them to reduceScalar.
-inline void quantizeF32(const uint8_t *x, unsigned len, const QuantParams &qp,
-                        int32_t *q, uint32_t *res, BlockStats &s) {
-  alignas(16) float tail[kBlockSize];
-  const float *xs = reinterpret_cast<const float *>(x); // loadu only
-  if (len < kBlockSize) {
-    std::memcpy(tail, x, len * 4);
-    std::fill(tail + len, tail + kBlockSize, 0.0f);
-    xs = tail;
-  }
-  const __m128 inv = _mm_set1_ps(qp.inv), step = _mm_set1_ps(qp.step);
-  const __m128 limit = _mm_set1_ps(kQuantLimit);
-  const __m128 magic = _mm_set1_ps(kRoundMagic);
-  const __m128 absMask = _mm_castsi128_ps(_mm_set1_epi32(0x7FFFFFFF));
-  const __m128d absMaskD =
-      _mm_castsi128_pd(_mm_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
-  const __m128d eb = _mm_set1_pd(qp.eb);
-  const __m128i zero = _mm_setzero_si128(), one = _mm_set1_epi32(1);
-  __m128i prev = zero, resOr = zero, zzOr = zero, negOr = zero, posOr = zero;
-  uint64_t ok = 0, nz = 0;
-  for (unsigned i = 0; i < kBlockSize; i += 4) {
-    __m128 xv = _mm_loadu_ps(xs + i);
-    __m128 v = _mm_mul_ps(xv, inv);
-    __m128 inRange = _mm_cmplt_ps(_mm_and_ps(v, absMask), limit);
-    __m128 qf = _mm_and_ps(_mm_sub_ps(_mm_add_ps(v, magic), magic), inRange);
-    __m128 xr = _mm_mul_ps(qf, step);
-    __m128d dLo = _mm_sub_pd(_mm_cvtps_pd(xv), _mm_cvtps_pd(xr));
-    __m128d dHi = _mm_sub_pd(_mm_cvtps_pd(_mm_movehl_ps(xv, xv)),
-                             _mm_cvtps_pd(_mm_movehl_ps(xr, xr)));
-    __m128d leLo = _mm_cmple_pd(_mm_and_pd(dLo, absMaskD), eb);
-    __m128d leHi = _mm_cmple_pd(_mm_and_pd(dHi, absMaskD), eb);
-    __m128 le = _mm_shuffle_ps(_mm_castpd_ps(leLo), _mm_castpd_ps(leHi),
-                               _MM_SHUFFLE(2, 0, 2, 0));
-    __m128 okv = _mm_and_ps(inRange, le);
-    __m128i qi = _mm_cvttps_epi32(_mm_and_ps(qf, okv));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), qi);
-    ok |= uint64_t(_mm_movemask_ps(okv)) << i;
-    __m128i isZero = _mm_cmpeq_epi32(qi, zero);
-    nz |= uint64_t(_mm_movemask_ps(_mm_castsi128_ps(isZero)) ^ 0xF) << i;
-    // Reductions (only used for full blocks without outliers).
-    __m128i zz = _mm_xor_si128(_mm_slli_epi32(qi, 1), _mm_srai_epi32(qi, 31));
-    zzOr = _mm_or_si128(zzOr, zz);
-    negOr = _mm_or_si128(negOr, qi);
-    __m128i pos = _mm_cmpgt_epi32(qi, zero);
-    posOr = _mm_or_si128(posOr, _mm_and_si128(_mm_sub_epi32(qi, one), pos));
-    __m128i before =
-        _mm_or_si128(_mm_slli_si128(qi, 4), _mm_srli_si128(prev, 12));
-    __m128i d = _mm_sub_epi32(qi, before);
-    __m128i dz = _mm_xor_si128(_mm_slli_epi32(d, 1), _mm_srai_epi32(d, 31));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(res + i), dz);
-    resOr = _mm_or_si128(resOr, dz);
-    prev = qi;
-  }
-  s.bad = ~ok & (len == kBlockSize ? ~uint64_t(0) : (uint64_t(1) << len) - 1);
-  s.nz = nz;
-  if (s.bad || len != kBlockSize)
-    return;
-  auto orAll = [](__m128i a) {
-    a = _mm_or_si128(a, _mm_srli_si128(a, 8));
-    a = _mm_or_si128(a, _mm_srli_si128(a, 4));
-    return uint32_t(_mm_cvtsi128_si32(a));
-  };
-  s.resOr = orAll(resOr);
-  s.zzOr = orAll(zzOr);
-  s.posOr = orAll(posOr);
-  s.allPos = int32_t(orAll(negOr)) >= 0;
-  s.haveRes = true;
-}
-#endif
-
-#if defined(__x86_64__) || defined(__i386__)
-#define COMET_CODEC_HAVE_AVX2 1
-// The F32 quantizer, 8 lanes: the same IEEE operations in the same order as
-// quantizeScalar and quantizeF32 (VEX-encoded, same rounding, no FMA), so
-// the same codes, outliers and reductions. Built for AVX2 only; called only
-// when the CPU has it (see activeIsa).
-__attribute__((target("avx2"))) void
-quantizeF32Avx2(const uint8_t *x, unsigned len, const QuantParams &qp,
-                int32_t *q, uint32_t *res, BlockStats &s) {
-  alignas(32) float tail[kBlockSize];
-  const float *xs = reinterpret_cast<const float *>(x); // loadu only
-  if (len < kBlockSize) {
-    std::memcpy(tail, x, len * 4);
-    std::fill(tail + len, tail + kBlockSize, 0.0f);
-    xs = tail;
-  }
-  const __m256 inv = _mm256_set1_ps(qp.inv), step = _mm256_set1_ps(qp.step);
-  const __m256 limit = _mm256_set1_ps(kQuantLimit);
-  const __m256 magic = _mm256_set1_ps(kRoundMagic);
-  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  const __m256d absMaskD =
-      _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
-  const __m256d eb = _mm256_set1_pd(qp.eb);
-  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
-  const __m256i rot = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6);
-  const __m256i last = _mm256_set1_epi32(7);
-  const __m256i evens = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
-  __m256i prev = zero, resOr = zero, zzOr = zero, negOr = zero, posOr = zero;
-  uint64_t ok = 0, nz = 0;
-  for (unsigned i = 0; i < kBlockSize; i += 8) {
-    __m256 xv = _mm256_loadu_ps(xs + i);
-    __m256 v = _mm256_mul_ps(xv, inv);
-    __m256 inRange =
-        _mm256_cmp_ps(_mm256_and_ps(v, absMask), limit, _CMP_LT_OQ);
-    __m256 qf =
-        _mm256_and_ps(_mm256_sub_ps(_mm256_add_ps(v, magic), magic), inRange);
-    __m256 xr = _mm256_mul_ps(qf, step);
-    __m256d dLo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(xv)),
-                                _mm256_cvtps_pd(_mm256_castps256_ps128(xr)));
-    __m256d dHi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(xv, 1)),
-                                _mm256_cvtps_pd(_mm256_extractf128_ps(xr, 1)));
-    __m256i leLo = _mm256_castpd_si256(
-        _mm256_cmp_pd(_mm256_and_pd(dLo, absMaskD), eb, _CMP_LE_OQ));
-    __m256i leHi = _mm256_castpd_si256(
-        _mm256_cmp_pd(_mm256_and_pd(dHi, absMaskD), eb, _CMP_LE_OQ));
-    __m256i le =
-        _mm256_blend_epi32(_mm256_permutevar8x32_epi32(leLo, evens),
-                           _mm256_permutevar8x32_epi32(leHi, evens), 0xF0);
-    __m256 okv = _mm256_and_ps(inRange, _mm256_castsi256_ps(le));
-    __m256i qi = _mm256_cvttps_epi32(_mm256_and_ps(qf, okv));
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + i), qi);
-    ok |= uint64_t(_mm256_movemask_ps(okv)) << i;
-    __m256i isZero = _mm256_cmpeq_epi32(qi, zero);
-    nz |= uint64_t(_mm256_movemask_ps(_mm256_castsi256_ps(isZero)) ^ 0xFF) << i;
-    __m256i zz =
-        _mm256_xor_si256(_mm256_slli_epi32(qi, 1), _mm256_srai_epi32(qi, 31));
-    zzOr = _mm256_or_si256(zzOr, zz);
-    negOr = _mm256_or_si256(negOr, qi);
-    __m256i pos = _mm256_cmpgt_epi32(qi, zero);
-    posOr = _mm256_or_si256(posOr,
-                            _mm256_and_si256(_mm256_sub_epi32(qi, one), pos));
-    __m256i before =
-        _mm256_blend_epi32(_mm256_permutevar8x32_epi32(qi, rot),
-                           _mm256_permutevar8x32_epi32(prev, last), 0x01);
-    __m256i d = _mm256_sub_epi32(qi, before);
-    __m256i dz =
-        _mm256_xor_si256(_mm256_slli_epi32(d, 1), _mm256_srai_epi32(d, 31));
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(res + i), dz);
-    resOr = _mm256_or_si256(resOr, dz);
-    prev = qi;
-  }
-  s.bad = ~ok & (len == kBlockSize ? ~uint64_t(0) : (uint64_t(1) << len) - 1);
-  s.nz = nz;
-  if (s.bad || len != kBlockSize)
-    return;
-  auto orAll = [](__m256i a) __attribute__((target("avx2"))) {
-    __m128i b =
-        _mm_or_si128(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-    b = _mm_or_si128(b, _mm_srli_si128(b, 8));
-    b = _mm_or_si128(b, _mm_srli_si128(b, 4));
-    return uint32_t(_mm_cvtsi128_si32(b));
-  };
-  s.resOr = orAll(resOr);
-  s.zzOr = orAll(zzOr);
-  s.posOr = orAll(posOr);
-  s.allPos = int32_t(orAll(negOr)) >= 0;
-  s.haveRes = true;
-}
-#endif
 
 // Quantizes a block and fills s; q is 0 past len, res may be filled (see
 // s.haveRes).
@@ -964,7 +612,7 @@ comet_rt_status decompressSz(const uint8_t *in, const Header &h, uint8_t *out) {
           q[__builtin_ctzll(m)] = unzigzag(v[k++]);
     }
     for (unsigned i = 0; i < len; ++i)
-      E::storeBits(dst + i * E::size, E::fromFloat(float(q[i]) * qp.step));
+      E::storeBits(dst + i * E::size, dequantize<E>(q[i], qp));
   }
   if (corrupt.load())
     return COMET_RT_ERROR_CORRUPT;
@@ -2025,7 +1673,7 @@ decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
       }
     }
     for (unsigned j = 0; j < bl; ++j)
-      E::storeBits(dst + j * E::size, E::fromFloat(float(x[j]) * qp.step));
+      E::storeBits(dst + j * E::size, dequantize<E>(x[j], qp));
   }
   return COMET_RT_SUCCESS;
 }
@@ -2115,8 +1763,7 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
         return COMET_RT_ERROR_CORRUPT;
       if (present)
         for (unsigned j = 0; j < bl; ++j)
-          E::storeBits(dst + j * E::size,
-                       E::fromFloat(float(r[i0 + j]) * qp.step));
+          E::storeBits(dst + j * E::size, dequantize<E>(r[i0 + j], qp));
     }
     return finished() ? COMET_RT_SUCCESS : COMET_RT_ERROR_CORRUPT;
   };
@@ -2164,14 +1811,15 @@ struct PlanV2 {
 // Plans and writes one quantized block's body (its codes at r + i0, its
 // stats s, its dense codes in res when s.haveRes) into stage (room for
 // kStageV2 bytes). Outliers are the set bits of *badMask (0 for raw and
-// absent blocks).
+// absent blocks). Without rice, only the fixed-width modes are candidates
+// (COMET_RT_CODEC_ENTROPY_NONE: format::planFixedBlock's choice).
 constexpr size_t kStageV2 = std::max<size_t>(kStageBytes, kMaxRiceBytes + 8);
 
 template <typename E, bool Avx2>
 __attribute__((always_inline)) inline PlanV2
 encodeBlockV2(const uint8_t *x, unsigned len, uint8_t *stage, uint64_t *badMask,
               int32_t *r, unsigned i0, uint64_t c0, const Grid &g,
-              const BlockStats &s, uint32_t *res) {
+              const BlockStats &s, uint32_t *res, bool rice) {
   // r + i0 holds the block's codes (0 at outliers), the reference codes for
   // mode 6; reset below if the block becomes raw.
   const int32_t *q = r + i0;
@@ -2218,7 +1866,7 @@ encodeBlockV2(const uint8_t *x, unsigned len, uint8_t *stage, uint64_t *badMask,
   };
   // Rice needs at least one bit per value: skip it when that cannot win.
   unsigned kL = 0, kP = 0, k2 = 0;
-  if (best > 2 + ceilDiv(len, 8) + outlierCost) {
+  if (rice && best > 2 + ceilDiv(len, 8) + outlierCost) {
     // q holds 0 at outliers, as the plain mode codes them.
     for (unsigned i = 0; i < len; ++i)
       zq[i] = zigzag(q[i]);
@@ -2420,7 +2068,8 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
     uint64_t bad;
     const uint8_t *xb = x + size_t(b) * kBlockSize * E::size;
     PlanV2 p = encodeBlockV2<E, Avx2>(xb, bl, stage, &bad, r, b * kBlockSize,
-                                      c0, g, stats[b], res + b * kBlockSize);
+                                      c0, g, stats[b], res + b * kBlockSize,
+                                      entropy != COMET_RT_CODEC_ENTROPY_NONE);
     if (!p.present)
       continue;
     bitmap |= uint64_t(1) << b;
@@ -2756,7 +2405,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
       unLorenzo2d(r, i0, bl, c0, g, v);
     }
     for (unsigned j = 0; j < bl; ++j)
-      E::storeBits(dst + j * E::size, E::fromFloat(float(q[j]) * qp.step));
+      E::storeBits(dst + j * E::size, dequantize<E>(q[j], qp));
     // Outliers' reference codes are 0, whatever their mode decoded.
     for (uint64_t m = outMask[b]; m; m &= m - 1)
       q[__builtin_ctzll(m)] = 0;
@@ -2950,7 +2599,7 @@ int activeIsa() {
 
 comet_rt_status setEntropy(int entropy) {
   if (entropy < COMET_RT_CODEC_ENTROPY_AUTO ||
-      entropy > COMET_RT_CODEC_ENTROPY_ALWAYS)
+      entropy > COMET_RT_CODEC_ENTROPY_NONE)
     return COMET_RT_ERROR_INVALID_ARGUMENT;
   gEntropy.store(entropy);
   return COMET_RT_SUCCESS;

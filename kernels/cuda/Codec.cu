@@ -23,7 +23,8 @@
 // the final size (compress) or status (decompress).
 //
 //===----------------------------------------------------------------------===//
-#include "CodecCommon.h"
+#include "comet/kernels/CodecFixedChunk.h"
+#include "comet/kernels/CodecFormat.h"
 
 #include "comet/runtime/codec_cuda.h"
 
@@ -37,10 +38,16 @@ namespace cg = cooperative_groups;
 namespace comet::kernels::cuda {
 namespace {
 
+// The format's constants, header, element types and scalar quantizer are the
+// CPU codec's (CodecFormat.h).
+using namespace format;
+
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kBlocksPerWarp = 4;                          // compress
-constexpr uint32_t kChunkBlocks = kWarps * kBlocksPerWarp; // compress
+constexpr int kBlocksPerWarp = 4; // compress
+// Blocks per CTA iteration of the version 1 encoder (not the version 2
+// chunk, format::kChunkBlocks).
+constexpr uint32_t kCtaBlocks = kWarps * kBlocksPerWarp;
 constexpr unsigned kFull = 0xFFFFFFFFu;
 
 thread_local int gLastError = 0;
@@ -318,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   // Pass 1: the size of every block; the CTA's sums to its slot.
   Sums mine{}; // a: payload bytes, b: sparse blocks, c: outliers
-  for (uint64_t base = b0; base < b1; base += kChunkBlocks) {
+  for (uint64_t base = b0; base < b1; base += kCtaBlocks) {
 #pragma unroll
     for (int j = 0; j < kBlocksPerWarp; ++j) {
       uint64_t b = base + warp * kBlocksPerWarp + j;
@@ -365,7 +372,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 
   // Pass 2: quantize again and write every block at its offset.
   Sums running = before;
-  for (uint64_t base = b0; base < b1; base += kChunkBlocks) {
+  for (uint64_t base = b0; base < b1; base += kCtaBlocks) {
     WarpBlock wb[kBlocksPerWarp];
     Sums off[kBlocksPerWarp], warpSum{};
 #pragma unroll
@@ -738,6 +745,107 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 //===----------------------------------------------------------------------===//
+// sz version 2 in the fixed-width modes (CodecFixedChunk.h): the bytes of
+// the CPU encoder under COMET_RT_CODEC_ENTROPY_NONE.
+//
+//   compressFixedChunks  one CTA per chunk, one thread per block: plan the
+//                        block, scan the blocks' parts, write the chunk at
+//                        its worst-case slot in a scratch buffer
+//   scanFixedChunks      one CTA: the chunks' offsets (an exclusive scan of
+//                        their sizes), the totals, the header
+//   placeFixedChunks     one CTA per chunk: its table entry and its bytes
+//===----------------------------------------------------------------------===//
+
+struct FixedArgs {
+  const uint8_t *x;
+  uint8_t *out;
+  Header h; // every field but the two totals
+  QuantParams qp;
+  uint8_t *staging; // numBlocks (chunks) slots of `slot` bytes
+  uint64_t slot;
+  uint64_t *sizes, *outliers, *offsets; // one per chunk
+  uint64_t *outSize;
+};
+
+template <typename E>
+__global__ void __launch_bounds__(kChunkBlocks)
+    compressFixedChunks(FixedArgs args) {
+  __shared__ uint32_t summary[kChunkBlocks];
+  // Plain storage: FixedSlot and FixedChunk have initializers, which shared
+  // memory does not run; thread 0 constructs them in layoutFixedChunk.
+  __shared__ alignas(
+      8) unsigned char slotBytes[sizeof(FixedSlot) * kChunkBlocks];
+  __shared__ alignas(8) unsigned char chunkBytes[sizeof(FixedChunk)];
+  FixedSlot *slots = reinterpret_cast<FixedSlot *>(slotBytes);
+  FixedChunk &fc = *reinterpret_cast<FixedChunk *>(chunkBytes);
+  const uint64_t c = blockIdx.x;
+  const uint32_t b = threadIdx.x;
+  const uint64_t first = c * kChunkElems;
+  const uint32_t len = uint32_t(minU64(kChunkElems, args.h.n - first));
+  const uint32_t nbk = uint32_t(ceilDiv(len, kBlockSize));
+  const uint8_t *xb = args.x + (first + uint64_t(b) * kBlockSize) * E::size;
+  FixedBlock fb;
+  fb.present = false;
+  if (b < nbk)
+    planFixedBlock<E>(xb, minU32(kBlockSize, len - b * kBlockSize), args.qp,
+                      fb);
+  summary[b] = fixedSummary(fb);
+  __syncthreads();
+  if (b == 0) // 64 entries: one thread's scan is cheapest
+    layoutFixedChunk<E>(summary, nbk, slots, fc);
+  __syncthreads();
+  uint8_t *dst = args.staging + c * args.slot;
+  if (fb.present)
+    writeFixedBlock<E>(fc, fb, b, slots[b], xb, dst);
+  if (b == 0) {
+    if (fc.bytes)
+      writeFixedChunkHeader(fc, dst);
+    args.sizes[c] = fc.bytes;
+    args.outliers[c] = fc.outliers;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) scanFixedChunks(FixedArgs args) {
+  __shared__ uint8_t headerBytes[kHeaderSize];
+  const uint64_t nc = args.h.numBlocks;
+  Sums run{};
+  for (uint64_t base = 0; base < nc; base += kThreads) {
+    const uint64_t i = base + threadIdx.x;
+    Sums v{};
+    if (i < nc) {
+      v.a = args.sizes[i];
+      v.b = args.outliers[i];
+    }
+    Sums tile{};
+    const Sums ex = blockExclusiveScan(v, &tile);
+    if (i < nc)
+      args.offsets[i] = run.a + ex.a;
+    run = run + tile;
+  }
+  if (threadIdx.x == 0) {
+    Header h = args.h;
+    h.payloadBytes = run.a;
+    h.numOutliers = run.b;
+    encodeHeader(h, headerBytes);
+    *args.outSize = kHeaderSize + 4 * nc + run.a;
+  }
+  __syncthreads();
+  if (threadIdx.x < kHeaderSize)
+    args.out[threadIdx.x] = headerBytes[threadIdx.x];
+}
+
+__global__ void __launch_bounds__(kThreads) placeFixedChunks(FixedArgs args) {
+  const uint64_t c = blockIdx.x, nc = args.h.numBlocks;
+  const uint64_t size = args.sizes[c];
+  if (threadIdx.x == 0)
+    storeU32(args.out + kHeaderSize + 4 * c, uint32_t(size));
+  const uint8_t *src = args.staging + c * args.slot;
+  uint8_t *dst = args.out + kHeaderSize + 4 * nc + args.offsets[c];
+  for (uint64_t k = threadIdx.x; k < size; k += kThreads)
+    dst[k] = src[k];
+}
+
+//===----------------------------------------------------------------------===//
 // raw and mask compression: plain grid-stride kernels.
 //===----------------------------------------------------------------------===//
 
@@ -813,6 +921,48 @@ cudaError_t coopGrid(K kernel, uint64_t want, unsigned *grid) {
   return cudaSuccess;
 }
 
+// Queues the version 2 encoder (fixed-width chunks) of an sz stream whose
+// header h has every field but the totals.
+comet_rt_status queueCompressFixed(const uint8_t *x, uint8_t *o, Header h,
+                                   const QuantParams &qp, uint64_t *dSize,
+                                   cudaStream_t stream) {
+  const uint64_t nc = ceilDiv(h.n, kChunkElems);
+  if (nc > 0x7FFFFFFFu) // one CTA per chunk
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
+  h.numBlocks = nc;
+  h.numSparse = kChunkBlocks;
+  const uint32_t es = dtypeSize(h.dtype);
+  const uint64_t slot = worstFixedChunkBytes(kChunkElems, es);
+  // The staging slots, then three u64 words per chunk at an 8-byte
+  // boundary (a slot is 138 + 4096 * es bytes: not a multiple of 8).
+  const uint64_t wordsAt = (nc * slot + 7) / 8 * 8;
+  uint8_t *scratch = nullptr;
+  cudaError_t e = cudaMallocAsync(reinterpret_cast<void **>(&scratch),
+                                  wordsAt + 3 * 8 * nc + 8, stream);
+  if (!check(e))
+    return cudaStatus(e);
+  uint64_t *words = reinterpret_cast<uint64_t *>(scratch + wordsAt);
+  FixedArgs args{
+      x, o, h, qp, scratch, slot, words, words + nc, words + 2 * nc, dSize};
+  if (nc) {
+    if (h.dtype == COMET_RT_DTYPE_F32)
+      compressFixedChunks<F32><<<unsigned(nc), kChunkBlocks, 0, stream>>>(args);
+    else if (h.dtype == COMET_RT_DTYPE_F16)
+      compressFixedChunks<F16><<<unsigned(nc), kChunkBlocks, 0, stream>>>(args);
+    else
+      compressFixedChunks<BF16>
+          <<<unsigned(nc), kChunkBlocks, 0, stream>>>(args);
+  }
+  scanFixedChunks<<<1, kThreads, 0, stream>>>(args);
+  if (nc)
+    placeFixedChunks<<<unsigned(nc), kThreads, 0, stream>>>(args);
+  e = cudaGetLastError();
+  cudaError_t f = cudaFreeAsync(scratch, stream);
+  if (!check(e) || !check(f))
+    return cudaStatus(e != cudaSuccess ? e : f);
+  return COMET_RT_SUCCESS;
+}
+
 bool validCodec(int c) { return c >= 0 && c <= COMET_RT_CODEC_MASK; }
 bool validDtype(int d) { return d >= 0 && d <= COMET_RT_DTYPE_BF16; }
 
@@ -823,14 +973,17 @@ size_t maxSize(int codec, int dtype, uint64_t n) {
 
 // Checks the arguments like the CPU compressor, then queues the kernel that
 // writes the stream and its size (to dSize).
-comet_rt_status queueCompress(int codec, int dtype, const void *data,
-                              const uint64_t *dims, uint32_t rank, double eb,
-                              void *out, size_t outCapacity, uint64_t *dSize,
+comet_rt_status queueCompress(int version, int codec, int dtype,
+                              const void *data, const uint64_t *dims,
+                              uint32_t rank, double eb, void *out,
+                              size_t outCapacity, uint64_t *dSize,
                               cudaStream_t stream) {
   if (!out || !dSize || (rank && !dims) || rank > kMaxRank ||
-      !validCodec(codec) || !validDtype(dtype))
+      !validCodec(codec) || !validDtype(dtype) ||
+      (version != kFormatVersion1 && version != kFormatVersion))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
   Header h;
+  h.version = uint32_t(version);
   h.codec = uint32_t(codec);
   h.dtype = uint32_t(dtype);
   h.rank = rank;
@@ -874,13 +1027,15 @@ comet_rt_status queueCompress(int codec, int dtype, const void *data,
 
   h.eb = eb;
   h.blockSize = kBlockSize;
+  if (version == kFormatVersion)
+    return queueCompressFixed(x, o, h, qp, dSize, stream);
   h.numBlocks = ceilDiv(n, kBlockSize);
   void (*kernel)(CompressArgs) =
       dtype == COMET_RT_DTYPE_F32   ? compressSzKernel<F32>
       : dtype == COMET_RT_DTYPE_F16 ? compressSzKernel<F16>
                                     : compressSzKernel<BF16>;
   unsigned grid;
-  if (!check(e = coopGrid(kernel, ceilDiv(h.numBlocks, kChunkBlocks), &grid)))
+  if (!check(e = coopGrid(kernel, ceilDiv(h.numBlocks, kCtaBlocks), &grid)))
     return cudaStatus(e);
   Sums *slots = nullptr;
   if (!check(e = cudaMallocAsync(reinterpret_cast<void **>(&slots),
@@ -956,16 +1111,24 @@ COMET_RT_API size_t comet_rt_codec_cuda_max_compressed_size(int codec,
   return maxSize(codec, dtype, n);
 }
 
+COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_version_async(
+    int version, int codec, int dtype, const void *d_data, const uint64_t *dims,
+    uint32_t rank, double eb, void *d_out, size_t out_capacity,
+    uint64_t *d_out_size, comet_rt_cuda_stream stream) {
+  return queueCompress(version, codec, dtype, d_data, dims, rank, eb, d_out,
+                       out_capacity, d_out_size, stream);
+}
+
 COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_async(
     int codec, int dtype, const void *d_data, const uint64_t *dims,
     uint32_t rank, double eb, void *d_out, size_t out_capacity,
     uint64_t *d_out_size, comet_rt_cuda_stream stream) {
-  return queueCompress(codec, dtype, d_data, dims, rank, eb, d_out,
-                       out_capacity, d_out_size, stream);
+  return queueCompress(kFormatVersion1, codec, dtype, d_data, dims, rank, eb,
+                       d_out, out_capacity, d_out_size, stream);
 }
 
-COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress(
-    int codec, int dtype, const void *d_data, const uint64_t *dims,
+COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_version(
+    int version, int codec, int dtype, const void *d_data, const uint64_t *dims,
     uint32_t rank, double eb, void *d_out, size_t out_capacity,
     size_t *out_size, comet_rt_cuda_stream stream) {
   if (!out_size)
@@ -976,8 +1139,8 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress(
                                   sizeof(uint64_t), stream);
   if (!check(e))
     return cudaStatus(e);
-  comet_rt_status st = queueCompress(codec, dtype, d_data, dims, rank, eb,
-                                     d_out, out_capacity, dSize, stream);
+  comet_rt_status st = queueCompress(version, codec, dtype, d_data, dims, rank,
+                                     eb, d_out, out_capacity, dSize, stream);
   uint64_t size = 0;
   if (st == COMET_RT_SUCCESS)
     st = readBack(dSize, &size, stream);
@@ -992,6 +1155,15 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress(
   else if (st == COMET_RT_SUCCESS)
     *out_size = size_t(size);
   return st;
+}
+
+COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress(
+    int codec, int dtype, const void *d_data, const uint64_t *dims,
+    uint32_t rank, double eb, void *d_out, size_t out_capacity,
+    size_t *out_size, comet_rt_cuda_stream stream) {
+  return comet_rt_codec_cuda_compress_version(kFormatVersion1, codec, dtype,
+                                              d_data, dims, rank, eb, d_out,
+                                              out_capacity, out_size, stream);
 }
 
 COMET_RT_API comet_rt_status comet_rt_codec_cuda_decompress_async(

@@ -15,9 +15,10 @@ the fixture models' eval graphs, with numpy softmax / exact GELU applied to
 their dense tensors.
 
 Our codec is called through a ctypes binding of the C ABI in
-runtime/include/comet/runtime/codec.h (libCometCodec.so), once per
---entropy setting (comet_rt_codec_set_entropy: off, auto, always; rows
-comet-sz for auto, the default, and comet-sz:off, comet-sz:always).
+kernels/include/comet/runtime/codec.h (libCometCodec.so), once per
+--entropy setting (comet_rt_codec_set_entropy: off, auto, always, none;
+rows comet-sz for auto, the default, and comet-sz:off, comet-sz:always,
+comet-sz:none).
 Throughput is uncompressed bytes over the median wall time.
 """
 
@@ -38,7 +39,7 @@ import numpy as np
 CODECS = {"raw": 0, "sz": 1, "mask": 2}
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
 ISAS = {"auto": 0, "baseline": 1, "avx2": 2}
-ENTROPY = {"auto": 0, "off": 1, "always": 2}
+ENTROPY = {"auto": 0, "off": 1, "always": 2, "none": 3}
 STATUS = {
     0: "ok",
     1: "invalid argument",
@@ -422,6 +423,42 @@ def dump_real(out_dir: Path, batch: int = 64, models=TORCH_MODELS,
             p = out_dir / f"{cls}__{m}__{safe}.npy"
             np.save(p, np.ascontiguousarray(values[name], dtype=np.float32))
             paths.append(p)
+    return paths
+
+
+def sample_classes(src_dir: Path, out_dir: Path, mb_per_class: float) -> list[Path]:
+    """Copies a sample of dump_real's tensors (src_dir) to out_dir: per
+    class, tensors taken from each model in turn (in name order), skipping
+    those that would take the class past mb_per_class MB. What
+    scripts/gpu-run.sh carries to a GPU machine for comet.bench_codec_cuda's
+    classes."""
+    import shutil
+
+    budget = int(mb_per_class * 1e6)
+    by_class: dict[str, dict[str, list[Path]]] = {}
+    for p in sorted(Path(src_dir).glob("*.npy")):
+        parts = p.stem.split("__")
+        if len(parts) >= 3:
+            by_class.setdefault(parts[0], {}).setdefault(parts[1], []).append(p)
+    if not by_class:
+        raise FileNotFoundError(f"no <class>__<model>__*.npy tensors in {src_dir}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for cls, models in sorted(by_class.items()):
+        queues = [list(v) for _, v in sorted(models.items())]
+        used = 0
+        while any(queues):
+            for q in queues:
+                while q:
+                    p = q.pop(0)
+                    size = p.stat().st_size
+                    if used + size <= budget:
+                        used += size
+                        dst = out_dir / p.name
+                        shutil.copyfile(p, dst)
+                        paths.append(dst)
+                        break
     return paths
 
 

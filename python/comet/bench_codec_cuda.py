@@ -1,10 +1,14 @@
 """Benchmark COMET's CUDA codec beside device memcpy and nvCOMP, on one GPU.
 
     COMET_BUILD_DIR=build .venv/bin/python -m comet.bench_codec_cuda \
-        [--gib 1.0] [--eb 1e-3] [--reps 10] [--json OUT]
+        [--gib 1.0] [--eb 1e-3] [--reps 10] [--data DIR] [--json OUT]
 
 Data: --gib GiB of f32 activation-like data made on the host (post-ReLU of a
 3-tap smoothed normal field, ~50 % exact zeros), copied to the device once.
+With --data DIR (.npy files named `<class>__...`, as comet.bench_codec's
+dump_real and sample_classes write them), one data set per class instead:
+the class's tensors flattened and concatenated in name order, repeated up to
+--gib GiB; every class gets the rows below.
 Rows, all in the same process and on the same device buffer:
 
   comet-sz        comet_rt_codec_cuda_compress / _decompress (eb = --eb);
@@ -141,7 +145,7 @@ class Cuda:
 
 
 class CodecCuda:
-    """ctypes binding of comet_rt_codec_cuda_* (runtime/include/comet/runtime/codec_cuda.h)."""
+    """ctypes binding of comet_rt_codec_cuda_* (kernels/include/comet/runtime/codec_cuda.h)."""
 
     def __init__(self, path=None):
         L = self.lib = ctypes.CDLL(str(path or find_codec_cuda()))
@@ -171,6 +175,28 @@ class CodecCuda:
         st = self.lib.comet_rt_codec_cuda_decompress(d_in, size, d_out, cap, stream)
         if st != 0:
             raise RuntimeError(f"comet_rt_codec_cuda_decompress: status {st}")
+
+
+def class_data(directory: Path, nbytes: int) -> dict[str, np.ndarray]:
+    """Per class of the .npy files in directory: their f32 values in name
+    order, repeated to nbytes (a whole number of the class's values if that
+    is more)."""
+    from comet.bench_codec import tensor_class
+
+    parts: dict[str, list[np.ndarray]] = {}
+    for p in sorted(Path(directory).glob("*.npy")):
+        x = np.load(p)
+        if x.dtype != np.float32:
+            continue
+        parts.setdefault(tensor_class(p.stem, x), []).append(x.ravel())
+    if not parts:
+        raise FileNotFoundError(f"no f32 .npy tensors in {directory}")
+    out = {}
+    for cls, xs in sorted(parts.items()):
+        one = np.concatenate(xs)
+        n = max(nbytes // 4, one.size)
+        out[cls] = np.resize(one, n)  # np.resize repeats the values
+    return out
 
 
 def make_data(nbytes: int, seed: int = 0) -> np.ndarray:
@@ -282,35 +308,45 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--no-nvcomp", action="store_true")
+    ap.add_argument("--data", type=Path, default=None,
+                    help="a folder of <class>__*.npy tensors: one data set per class")
     args = ap.parse_args(argv)
 
+    nbytes = int(args.gib * (1 << 30)) // 256 * 256
+    # The data first: a bad --data fails before any device work.
+    sets = (class_data(args.data, nbytes) if args.data
+            else {"synthetic_post_relu": make_data(nbytes)})
     cuda = Cuda()
     codec = CodecCuda()
-    nbytes = int(args.gib * (1 << 30)) // 256 * 256
-    x = make_data(nbytes)
-    d_x = cuda.to_device(x)
-    try:
-        rows = [bench_memcpy(cuda, d_x, x.nbytes, args.reps),
-                bench_comet(cuda, codec, x, d_x, args.eb, args.reps)]
-        if not args.no_nvcomp:
-            rows += bench_nvcomp(cuda, d_x, x.nbytes, args.reps)
-    finally:
-        cuda.free(d_x)
+    rows = []
+    for cls, x in sets.items():
+        d_x = cuda.to_device(x)
+        try:
+            got = [bench_memcpy(cuda, d_x, x.nbytes, args.reps),
+                   bench_comet(cuda, codec, x, d_x, args.eb, args.reps)]
+            if not args.no_nvcomp:
+                got += bench_nvcomp(cuda, d_x, x.nbytes, args.reps)
+        finally:
+            cuda.free(d_x)
+        zero_frac = float(np.mean(x == 0))
+        for r in got:
+            r.update({"class": cls, "zero_fraction": zero_frac})
+        rows += got
 
     device = cuda.device_name()
-    zero_frac = float(np.mean(x == 0))
-    print(f"device: {device}; data: {x.nbytes / 2**30:.2f} GiB f32 post-ReLU "
-          f"({zero_frac:.0%} zeros); median of {args.reps}")
-    print(f"{'codec':<16} {'eb':>8} {'ratio':>8} {'max err':>10} "
+    print(f"device: {device}; {nbytes / 2**30:.2f} GiB f32 per class; median of {args.reps}")
+    print(f"{'class':<20} {'zeros':>6} {'codec':<16} {'eb':>8} {'ratio':>8} {'max err':>10} "
           f"{'compress GB/s':>14} {'decompress GB/s':>16}")
     for r in rows:
+        head = f"{r['class']:<20} {r['zero_fraction']:>6.0%} {r['codec']:<16}"
         if "skipped" in r:
-            print(f"{r['codec']:<16} skipped: {r['skipped']}")
+            print(f"{head} skipped: {r['skipped']}")
             continue
-        print(f"{r['codec']:<16} {r['eb']:>8.0e} {r['ratio']:>8.2f} {r['max_abs_err']:>10.3g} "
+        print(f"{head} {r['eb']:>8.0e} {r['ratio']:>8.2f} {r['max_abs_err']:>10.3g} "
               f"{r['compress_gbps']:>14.1f} {r['decompress_gbps']:>16.1f}")
     out = args.json or build_dir() / "bench_codec_cuda.json"
-    result = {"device": device, "bytes": x.nbytes, "zero_fraction": zero_frac,
+    result = {"device": device, "bytes_per_class": nbytes,
+              "data": str(args.data) if args.data else "synthetic",
               "eb": args.eb, "reps": args.reps, "rows": rows}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))

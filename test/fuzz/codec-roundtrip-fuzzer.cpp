@@ -2,9 +2,9 @@
 //
 // The first byte picks the codec, dtype, eb and shape (1-D, or rows of 3, 8
 // or 29 so that the 2-D predictor runs); the rest is the tensor. The input's
-// size modulo 3 picks the entropy setting (auto, off, always), so that coded
-// chunks are tried on every input shape. The stream must decode, and the sz
-// guarantees must hold for every element.
+// size modulo 4 picks the entropy setting (auto, off, always, none), so that
+// coded chunks and the fixed-width chunks are tried on every input shape. The
+// stream must decode, and the sz guarantees must hold for every element.
 //
 //===----------------------------------------------------------------------===//
 #include "comet/runtime/codec.h"
@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dims[1] = w;
     rank = 2;
   }
-  if (comet_rt_codec_set_entropy(int(size % 3)) != COMET_RT_SUCCESS)
+  if (comet_rt_codec_set_entropy(int(size % 4)) != COMET_RT_SUCCESS)
     abort();
   std::vector<uint8_t> in(data + 1, data + 1 + n * es);
   std::vector<uint8_t> s(comet_rt_codec_max_compressed_size(codec, dtype, n));

@@ -22,9 +22,9 @@ using namespace comet::test;
 
 namespace {
 
-constexpr int kSettings[] = {COMET_RT_CODEC_ENTROPY_OFF,
-                             COMET_RT_CODEC_ENTROPY_AUTO,
-                             COMET_RT_CODEC_ENTROPY_ALWAYS};
+constexpr int kSettings[] = {
+    COMET_RT_CODEC_ENTROPY_OFF, COMET_RT_CODEC_ENTROPY_AUTO,
+    COMET_RT_CODEC_ENTROPY_ALWAYS, COMET_RT_CODEC_ENTROPY_NONE};
 
 struct Input {
   std::string name;
@@ -79,7 +79,7 @@ protected:
 
 TEST_F(CodecEntropy, SelectionIsChecked) {
   EXPECT_EQ(comet_rt_codec_get_entropy(), COMET_RT_CODEC_ENTROPY_AUTO);
-  EXPECT_EQ(comet_rt_codec_set_entropy(3), COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(comet_rt_codec_set_entropy(4), COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(comet_rt_codec_set_entropy(-1), COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(comet_rt_codec_get_entropy(), COMET_RT_CODEC_ENTROPY_AUTO);
   for (int e : kSettings) {
@@ -89,7 +89,8 @@ TEST_F(CodecEntropy, SelectionIsChecked) {
 }
 
 // Every setting's stream decodes, within the bound, to the same values
-// (the modes differ, the codes do not); OFF never writes a coded chunk and
+// (the modes differ, the codes do not); OFF never writes a coded chunk, NONE
+// only the fixed-width block modes, and
 // ALWAYS, which keeps the smallest of the block, range-coded and
 // Rice-coded chunk, is never larger than OFF or AUTO. (AUTO may write a
 // Rice-coded chunk that the block modes would have beaten: it compares it
@@ -121,9 +122,15 @@ TEST_F(CodecEntropy, EverySettingRoundTripsToTheSameValues) {
                             decoded[0].size() * sizeof(float)),
                 0);
     const auto &off = streams[0], &autoS = streams[1], &always = streams[2];
+    const auto &none = streams[3];
     EXPECT_FALSE(hasCodedChunk(off));
     EXPECT_LE(always.size(), autoS.size());
     EXPECT_LE(always.size(), off.size());
+    // NONE: the fixed-width modes only, never smaller than OFF's choice
+    // among them and the Rice block modes.
+    for (int m : v2Modes(none))
+      EXPECT_LE(m, 3);
+    EXPECT_LE(off.size(), none.size());
   }
 }
 

@@ -3,7 +3,10 @@
 // test/fixtures/codec/manifest.txt lists small inputs with the exact format
 // version 2 stream they must compress to and the exact values that stream
 // decodes to, and optionally the comet_rt_codec_set_entropy setting it is
-// written with (auto, the default, off or always); test/fixtures/codec/v1/
+// written with (auto, the default, off, always or none);
+// test/fixtures/codec/v2-fixed/ holds every case written with none (the
+// fixed-width modes, what the CUDA encoder writes as version 2);
+// test/fixtures/codec/v1/
 // holds the same for version 1, which the decoder keeps reading and the CUDA
 // codec writes; test/fixtures/codec/v2-blocks/ holds version 2 streams of
 // an earlier encoder, which must still decode. Regenerate them with
@@ -52,10 +55,12 @@ std::vector<Case> readManifest(const std::string &dir) {
     EXPECT_FALSE(ls.fail()) << line;
     std::string entropy;
     if (ls >> entropy) {
-      EXPECT_TRUE(entropy == "auto" || entropy == "off" || entropy == "always")
+      EXPECT_TRUE(entropy == "auto" || entropy == "off" ||
+                  entropy == "always" || entropy == "none")
           << line;
       c.entropy = entropy == "off"      ? COMET_RT_CODEC_ENTROPY_OFF
                   : entropy == "always" ? COMET_RT_CODEC_ENTROPY_ALWAYS
+                  : entropy == "none"   ? COMET_RT_CODEC_ENTROPY_NONE
                                         : COMET_RT_CODEC_ENTROPY_AUTO;
     }
     std::istringstream ds(dims);
@@ -139,6 +144,12 @@ TEST(CodecFixtures, Version2EarlierStreamsDecode) {
               COMET_RT_SUCCESS);
     EXPECT_EQ(y, output) << "decompressed bytes differ";
   }
+}
+
+// Version 2 in the fixed-width modes (entropy none), the bytes the CUDA
+// encoder writes as version 2.
+TEST(CodecFixtures, Version2FixedByteExact) {
+  checkSet(std::string(COMET_CODEC_FIXTURE_DIR) + "/v2-fixed", 2, 16);
 }
 
 // The decoder keeps reading version 1, and the version 1 encoder (the CUDA

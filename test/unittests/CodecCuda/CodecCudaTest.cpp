@@ -4,7 +4,9 @@
 // runs and ctest reports the test as skipped. With one, the GPU codec must
 //  - write the CPU codec's bytes for the same input, dtype and eb (so either
 //    side decodes the other's streams), and the test vectors of
-//    test/fixtures/codec/ byte for byte;
+//    test/fixtures/codec/v1 byte for byte; as version 2, the CPU's bytes
+//    under entropy none and the vectors of test/fixtures/codec/v2-fixed;
+//  - decode the version 2 vectors of test/fixtures/codec (every mode);
 //  - decode every stream, CPU-made or its own, to the CPU's bits;
 //  - keep the guarantees of docs/codec-format.md (bound, zeros, NaN/Inf);
 //  - be deterministic;
@@ -90,16 +92,16 @@ Bytes cpuCompress(int codec, int dtype, const void *x,
 
 Bytes gpuCompress(int codec, int dtype, const void *x,
                   std::vector<uint64_t> dims, double eb, comet_rt_status *st,
-                  cudaStream_t stream = nullptr) {
+                  cudaStream_t stream = nullptr, int version = 1) {
   const uint64_t n = product(dims);
   DevBuf dx(n * elemSize(dtype));
   upload(dx.p, x, n * elemSize(dtype));
   const size_t cap = comet_rt_codec_cuda_max_compressed_size(codec, dtype, n);
   DevBuf dout(cap);
   size_t size = 0;
-  *st = comet_rt_codec_cuda_compress(codec, dtype, dx.p, dims.data(),
-                                     uint32_t(dims.size()), eb, dout.p, cap,
-                                     &size, stream);
+  *st = comet_rt_codec_cuda_compress_version(version, codec, dtype, dx.p,
+                                             dims.data(), uint32_t(dims.size()),
+                                             eb, dout.p, cap, &size, stream);
   if (*st != COMET_RT_SUCCESS)
     return {};
   EXPECT_LE(size, cap);
@@ -202,10 +204,13 @@ Bytes readFile(const std::string &path) {
   return Bytes(std::istreambuf_iterator<char>(f), {});
 }
 
-TEST(CodecCudaFixtures, CompressAndDecompressByteExact) {
-  const std::string dir = COMET_CODEC_FIXTURE_DIR;
+// The vectors of one folder of test/fixtures/codec: with compress, the GPU
+// encoder (format version) must write each stream byte for byte; the GPU
+// decoder must decode each to the vector's bits.
+void checkFixtures(const std::string &dir, int version, bool compress,
+                   size_t minCases) {
   std::ifstream manifest(dir + "/manifest.txt");
-  ASSERT_TRUE(manifest.good());
+  ASSERT_TRUE(manifest.good()) << dir;
   size_t cases = 0;
   for (std::string line; std::getline(manifest, line);) {
     if (line.empty() || line[0] == '#')
@@ -215,7 +220,7 @@ TEST(CodecCudaFixtures, CompressAndDecompressByteExact) {
     double eb;
     ls >> name >> codec >> dtype >> eb >> dimsText >> in >> stream >> out;
     ASSERT_FALSE(ls.fail()) << line;
-    SCOPED_TRACE(name);
+    SCOPED_TRACE(dir + "/" + name);
     std::vector<uint64_t> dims;
     std::istringstream ds(dimsText);
     for (std::string d; std::getline(ds, d, 'x');)
@@ -229,16 +234,64 @@ TEST(CodecCudaFixtures, CompressAndDecompressByteExact) {
     Bytes input = readFile(dir + "/" + in);
     Bytes expected = readFile(dir + "/" + stream);
     Bytes output = readFile(dir + "/" + out);
-    comet_rt_status st;
-    Bytes s = gpuCompress(c, t, input.data(), dims, eb, &st);
-    ASSERT_EQ(st, COMET_RT_SUCCESS);
-    ASSERT_TRUE(s == expected) << "GPU stream differs from the test vector";
+    if (compress) {
+      comet_rt_status st;
+      Bytes s =
+          gpuCompress(c, t, input.data(), dims, eb, &st, nullptr, version);
+      ASSERT_EQ(st, COMET_RT_SUCCESS);
+      ASSERT_TRUE(s == expected) << "GPU stream differs from the test vector";
+    }
     Decoded d = gpuDecompress(expected, output.size());
     ASSERT_EQ(d.st, COMET_RT_SUCCESS);
     ASSERT_TRUE(d.out == output) << "GPU decoding differs from the vector";
     ++cases;
   }
-  EXPECT_GE(cases, 8u);
+  EXPECT_GE(cases, minCases);
+}
+
+TEST(CodecCudaFixtures, CompressAndDecompressByteExact) {
+  checkFixtures(std::string(COMET_CODEC_FIXTURE_DIR) + "/v1", 1, true, 8);
+}
+
+// Version 2 in the fixed-width modes: the GPU's version 2 encoder writes
+// these vectors (the CPU's under entropy none) and its decoder reads them.
+TEST(CodecCudaFixtures, Version2FixedByteExact) {
+  checkFixtures(std::string(COMET_CODEC_FIXTURE_DIR) + "/v2-fixed", 2, true,
+                16);
+}
+
+// The CPU's version 2 vectors, every mode (Rice blocks, coded chunks): the
+// GPU decodes them to the same bits.
+TEST(CodecCudaFixtures, Version2StreamsDecode) {
+  checkFixtures(COMET_CODEC_FIXTURE_DIR, 2, false, 16);
+}
+
+// The GPU's version 2 streams are the CPU's under entropy none, for every
+// distribution, dtype and a partial last chunk.
+TEST(CodecCuda, Version2MatchesCpuEntropyNone) {
+  ASSERT_EQ(comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_NONE),
+            COMET_RT_SUCCESS);
+  uint32_t seed = 40;
+  for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::Relu50, Dist::Relu95,
+                    Dist::Constant, Dist::Smooth})
+    for (double eb : {1e-4, 1e-2, 1e3}) {
+      std::vector<float> x = makeData(dist, 1.0, 3 * 4096 + 100, true, seed++);
+      std::vector<uint64_t> dims = {3, 4096 + 33};
+      comet_rt_status st;
+      Bytes want(comet_rt_codec_max_compressed_size(
+          COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.size()));
+      size_t size = 0;
+      ASSERT_EQ(comet_rt_codec_compress_version(
+                    2, COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                    dims.data(), 2, eb, want.data(), want.size(), &size),
+                COMET_RT_SUCCESS);
+      want.resize(size);
+      Bytes got = gpuCompress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
+                              dims, eb, &st, nullptr, 2);
+      ASSERT_EQ(st, COMET_RT_SUCCESS);
+      ASSERT_TRUE(got == want) << "dist " << int(dist) << " eb " << eb;
+    }
+  comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_AUTO);
 }
 
 class CodecCudaSz : public ::testing::TestWithParam<Dist> {};

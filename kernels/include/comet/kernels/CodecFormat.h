@@ -2,11 +2,15 @@
 //
 // The parts of docs/codec-format.md (versions 1 and 2) that both the CPU and
 // the CUDA codec must agree on: the constants, the eb range and quantization
-// step, and the 128-byte header (its encoding and its check against the
-// stream length). They live here once so that the two implementations cannot
-// drift apart. Everything is plain integer code, so that it compiles for the
-// host (the CPU codec, the CUDA host code) and, under nvcc, for the device
-// (the CUDA decompress kernel checks the header itself).
+// step, the 128-byte header (its encoding and its check against the stream
+// length), the element types and the scalar quantizer. They live here once so
+// that the two implementations cannot drift apart. Everything is plain
+// integer code or one IEEE float operation at a time, so that it compiles for
+// the host (the CPU codec, the CUDA host code) and, under nvcc, for the
+// device with the same results: on the device the float operations are the
+// _rn intrinsics, which never contract into an FMA; the host code is built
+// with -ffp-contract=off. The CPU's SIMD quantizers are checked bit for bit
+// against quantize() below (CodecQuantizerTest).
 //
 //===----------------------------------------------------------------------===//
 #ifndef COMET_KERNELS_CODECFORMAT_H
@@ -204,6 +208,179 @@ COMET_HD bool quantParams(double eb, QuantParams &qp) {
   // finite and > 0: below the infinity pattern and not zero (sign clear)
   return sb < 0x7F800000u && sb != 0 && ib < 0x7F800000u && ib != 0;
 }
+
+//===----------------------------------------------------------------------===//
+// One IEEE operation each, round to nearest even.
+//===----------------------------------------------------------------------===//
+
+COMET_HD float fmulRn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b; // built with -ffp-contract=off
+#endif
+}
+COMET_HD float faddRn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+COMET_HD float fsubRn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+COMET_HD double dsubRn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+COMET_HD float i2fRn(int32_t v) {
+#ifdef __CUDA_ARCH__
+  return __int2float_rn(v);
+#else
+  return float(v); // cvtsi2ss, round to nearest even
+#endif
+}
+COMET_HD float fabsF(float v) { return bitsFloat(floatBits(v) & 0x7FFFFFFFu); }
+COMET_HD double fabsD(double v) {
+  return bitsDouble(doubleBits(v) & 0x7FFFFFFFFFFFFFFFull);
+}
+
+// Rounds v to the nearest integer, ties to even, for |v| < kQuantLimit: adding
+// 1.5 * 2^23 moves v to where the float spacing is 1.
+COMET_HD float roundQuant(float v) {
+  return fsubRn(faddRn(v, kRoundMagic), kRoundMagic);
+}
+
+//===----------------------------------------------------------------------===//
+// Element types: bits <-> float (IEEE binary16 and bfloat16 round to nearest
+// even; NaNs stay NaNs).
+//===----------------------------------------------------------------------===//
+
+struct F32 {
+  static constexpr uint32_t size = 4;
+  static constexpr uint32_t one = 0x3F800000u;
+  static COMET_HD float toFloat(uint32_t b) { return bitsFloat(b); }
+  static COMET_HD uint32_t fromFloat(float f) { return floatBits(f); }
+};
+
+struct F16 {
+  static constexpr uint32_t size = 2;
+  static constexpr uint32_t one = 0x3C00u;
+  static COMET_HD float toFloat(uint32_t h) {
+    uint32_t sign = (h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+    if (exp == 0) // zero or subnormal: mant * 2^-24, exact in float
+      return bitsFloat(sign | floatBits(fmulRn(i2fRn(int32_t(mant)),
+                                               5.9604644775390625e-8f)));
+    if (exp == 31)
+      return bitsFloat(sign | 0x7F800000u | (mant << 13));
+    return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
+  }
+  static COMET_HD uint32_t fromFloat(float f) {
+    uint32_t x = floatBits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) // NaN: keep it a (quiet) NaN
+      return sign | 0x7E00u | ((ax >> 13) & 0x3FF);
+    if (ax >= 0x477FF000u) // rounds to at least 65520: infinity
+      return sign | 0x7C00u;
+    if (ax < 0x38800000u) { // below 2^-14: a half subnormal, unit 2^-24
+      float scaled = fmulRn(bitsFloat(ax), 16777216.0f); // exact
+      return sign | uint32_t(roundQuant(scaled));
+    }
+    // Rebias the exponent by 127 - 15 and round the 13 dropped bits to even.
+    uint32_t odd = (ax >> 13) & 1;
+    return sign | ((ax - 0x38000000u + 0xFFFu + odd) >> 13);
+  }
+};
+
+struct BF16 {
+  static constexpr uint32_t size = 2;
+  static constexpr uint32_t one = 0x3F80u;
+  static COMET_HD float toFloat(uint32_t h) { return bitsFloat(h << 16); }
+  static COMET_HD uint32_t fromFloat(float f) {
+    uint32_t x = floatBits(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+      return (x >> 16) | 0x40u;
+    return (x + 0x7FFFu + ((x >> 16) & 1)) >> 16;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The scalar quantizer (docs/codec-format.md, "Quantization"): the one
+// definition of an element's code, its reconstruction and its outlier test.
+//===----------------------------------------------------------------------===//
+
+// The code of x (E::toFloat of an element): q = round(x / (2 eb)) with
+// |x - x'| <= eb checked in the arithmetic the format defines (x' the
+// reconstruction in E). *bad is set when x must be stored verbatim (NaN,
+// Inf, |x| / (2 eb) out of range, or a reconstruction that breaks the bound);
+// the code is then 0. x = +-0 gives q = 0.
+template <typename E>
+COMET_HD int32_t quantizeValue(float x, const QuantParams &qp, bool *bad) {
+  float v = fmulRn(x, qp.inv);
+  bool inRange = fabsF(v) < kQuantLimit; // false for NaN
+  float qf = inRange ? roundQuant(v) : 0.0f;
+  float xr = E::toFloat(E::fromFloat(fmulRn(qf, qp.step)));
+  bool ok = inRange && fabsD(dsubRn(double(x), double(xr))) <= qp.eb;
+  *bad = !ok;
+  return ok ? int32_t(qf) : 0;
+}
+// The same from the element's bits (x = E::toFloat(bits)).
+template <typename E>
+COMET_HD int32_t quantize(uint32_t bits, const QuantParams &qp, bool *bad) {
+  return quantizeValue<E>(E::toFloat(bits), qp, bad);
+}
+
+// The bits of the decoded element of code q.
+template <typename E>
+COMET_HD uint32_t dequantize(int32_t q, const QuantParams &qp) {
+  return E::fromFloat(fmulRn(i2fRn(q), qp.step));
+}
+
+COMET_HD uint32_t zigzag(int32_t v) {
+  return (uint32_t(v) << 1) ^ uint32_t(v >> 31);
+}
+COMET_HD int32_t unzigzag(uint32_t u) {
+  return int32_t((u >> 1) ^ (0u - (u & 1)));
+}
+// The number of bits of v (0 for 0).
+COMET_HD uint32_t bitWidth(uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return 32 - __clz(int(v));
+#else
+  return v ? 32 - __builtin_clz(v) : 0;
+#endif
+}
+COMET_HD uint32_t popcount64(uint64_t v) {
+#ifdef __CUDA_ARCH__
+  return __popcll(v);
+#else
+  // SWAR: the baseline x86-64 target has no popcnt instruction.
+  v = v - ((v >> 1) & 0x5555555555555555ull);
+  v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+  v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return uint32_t((v * 0x0101010101010101ull) >> 56);
+#endif
+}
+// The index of the lowest set bit of v != 0.
+COMET_HD uint32_t ctz64(uint64_t v) {
+#ifdef __CUDA_ARCH__
+  return __ffsll((long long)v) - 1;
+#else
+  return uint32_t(__builtin_ctzll(v));
+#endif
+}
+COMET_HD uint64_t minU64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+COMET_HD uint32_t minU32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
 //===----------------------------------------------------------------------===//
 // The header.

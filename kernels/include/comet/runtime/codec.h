@@ -109,7 +109,11 @@ typedef enum comet_rt_codec_entropy {
   COMET_RT_CODEC_ENTROPY_AUTO = 0,
   COMET_RT_CODEC_ENTROPY_OFF = 1, /* never: block chunks only */
   /* both coders on every eligible chunk, the smallest kept */
-  COMET_RT_CODEC_ENTROPY_ALWAYS = 2
+  COMET_RT_CODEC_ENTROPY_ALWAYS = 2,
+  /* no entropy stage at all: block chunks in the fixed-width modes only
+   * (absent, dense, sparse, raw), the bytes the CUDA encoder writes
+   * (comet/kernels/CodecFixedChunk.h) */
+  COMET_RT_CODEC_ENTROPY_NONE = 3
 } comet_rt_codec_entropy;
 
 /* Selects it for all threads (an int holding a comet_rt_codec_entropy). */

@@ -54,6 +54,20 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_async(
     uint32_t rank, double eb, void *d_out, size_t out_capacity,
     uint64_t *d_out_size, comet_rt_cuda_stream stream);
 
+/* comet_rt_codec_cuda_compress and _async with the format version to write:
+ * 1 (what they write), or 2, whose sz streams use the fixed-width block
+ * modes only (comet/kernels/CodecFixedChunk.h): the bytes of the CPU encoder
+ * under COMET_RT_CODEC_ENTROPY_NONE. The decoder reads version 1 only so
+ * far, so version 2 streams are for the CPU to read. */
+COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_version(
+    int version, int codec, int dtype, const void *d_data, const uint64_t *dims,
+    uint32_t rank, double eb, void *d_out, size_t out_capacity,
+    size_t *out_size, comet_rt_cuda_stream stream);
+COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_version_async(
+    int version, int codec, int dtype, const void *d_data, const uint64_t *dims,
+    uint32_t rank, double eb, void *d_out, size_t out_capacity,
+    uint64_t *d_out_size, comet_rt_cuda_stream stream);
+
 /* Decompresses the device stream d_in (in_size bytes) into d_out (capacity
  * out_capacity bytes) on stream. The header, the block sizes and every
  * index are validated on the device; corrupt input gives the status the CPU

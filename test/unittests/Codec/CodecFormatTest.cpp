@@ -1,17 +1,15 @@
-//===- CodecCommonHostTest.cpp - The CUDA codec's shared code on the host -===//
+//===- CodecFormatTest.cpp - The shared format code against the CPU codec -===//
 //
-// kernels/cuda/CodecCommon.h holds what the CUDA kernels compute per element:
-// the dtype conversions and the quantizer; the header check and the eb range
-// come from comet/kernels/CodecFormat.h, which the CPU codec calls too. It is
-// written to compile for host and device alike; here it runs on the host and
-// must agree with the CPU codec: every element's decoded value is the
-// dequantized code (or the input bits, for an outlier or a raw block), and
-// every header, read from the 128-byte copy the decompress kernel makes, gets
-// the CPU's status. This checks the port of the format, not the kernels
-// (those need a GPU: CodecCudaTest.cpp).
+// comet/kernels/CodecFormat.h holds what both codecs compute per element and
+// per header: the dtype conversions, the scalar quantizer, the header check
+// and the eb range. It compiles for host and device alike; here it runs on
+// the host and must agree with the CPU codec's streams: every element's
+// decoded value is the dequantized code (or the input bits, for an outlier
+// or a raw block), and every header, read from the 128-byte copy the CUDA
+// decompress kernel makes, gets the CPU's status.
 //
 //===----------------------------------------------------------------------===//
-#include "CodecCommon.h"
+#include "comet/kernels/CodecFormat.h"
 
 #include "comet/runtime/codec.h"
 
@@ -25,7 +23,7 @@
 #include <random>
 #include <vector>
 
-using namespace comet::kernels::cuda;
+using namespace comet::kernels::format;
 
 namespace {
 
@@ -77,7 +75,7 @@ std::vector<uint32_t> mixedBits(size_t n, uint32_t seed) {
   return bits;
 }
 
-// Decodes x per element with CodecCommon.h and compares with the CPU's
+// Decodes x per element with CodecFormat.h and compares with the CPU's
 // decoding of its own stream.
 template <typename E>
 void checkAgainstCpu(int dtype, const std::vector<uint32_t> &bits, double eb) {
@@ -116,15 +114,15 @@ void checkAgainstCpu(int dtype, const std::vector<uint32_t> &bits, double eb) {
   EXPECT_GT(quantized, n / 10); // the check is not all outliers
 }
 
-TEST(CodecCommonHost, QuantizerMatchesCpuF32) {
+TEST(CodecFormat, QuantizerMatchesCpuF32) {
   for (double eb : {1e-7, 1e-4, 1e-3, 1e-2, 0.5, 1e3})
     checkAgainstCpu<F32>(COMET_RT_DTYPE_F32, mixedBits(20000, 11), eb);
 }
-TEST(CodecCommonHost, QuantizerMatchesCpuF16) {
+TEST(CodecFormat, QuantizerMatchesCpuF16) {
   for (double eb : {1e-4, 1e-2, 0.5})
     checkAgainstCpu<F16>(COMET_RT_DTYPE_F16, mixedBits(20000, 12), eb);
 }
-TEST(CodecCommonHost, QuantizerMatchesCpuBf16) {
+TEST(CodecFormat, QuantizerMatchesCpuBf16) {
   for (double eb : {1e-4, 1e-2, 0.5})
     checkAgainstCpu<BF16>(COMET_RT_DTYPE_BF16, mixedBits(20000, 13), eb);
 }
@@ -133,7 +131,7 @@ TEST(CodecCommonHost, QuantizerMatchesCpuBf16) {
 // rounding on the values between neighbouring halves: the CPU codec's raw
 // path keeps the bits, so a mask stream's 1.0 and the conversions are
 // checked against IEEE expectations directly.
-TEST(CodecCommonHost, HalfConversionsRoundTrip) {
+TEST(CodecFormat, HalfConversionsRoundTrip) {
   for (uint32_t h = 0; h < 0x10000u; ++h) {
     float f = F16::toFloat(h);
     bool nan = ((h >> 10) & 31) == 31 && (h & 0x3FF);
@@ -156,7 +154,7 @@ TEST(CodecCommonHost, HalfConversionsRoundTrip) {
 
 // Headers: the status of parseHeader equals the CPU's for valid streams,
 // every truncation and every single-bit flip of the header.
-TEST(CodecCommonHost, HeaderStatusMatchesCpu) {
+TEST(CodecFormat, HeaderStatusMatchesCpu) {
   std::vector<std::vector<uint8_t>> streams;
   std::vector<float> x(300);
   std::mt19937 rng(5);
@@ -210,7 +208,7 @@ TEST(CodecCommonHost, HeaderStatusMatchesCpu) {
   EXPECT_GT(checked, streams.size() * kHeaderSize * 8);
 }
 
-TEST(CodecCommonHost, EbRangeMatchesCpu) {
+TEST(CodecFormat, EbRangeMatchesCpu) {
   float x = 1.0f;
   uint64_t n = 1;
   std::vector<uint8_t> s(256);

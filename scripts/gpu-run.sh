@@ -1,0 +1,310 @@
+#!/usr/bin/env bash
+# The GPU run, in two halves (docs/cuda.md, "The GPU run"):
+#
+#   scripts/gpu-run.sh bundle [BUILD_DIR]
+#       here, with LLVM/MLIR and the Python environments: writes gpu-bundle/
+#       in the source tree (ignored by git, so that the device tool carries
+#       it with `carry: ["gpu-bundle"]`), through scripts/aot-bundle.sh: the
+#       compiled steps (the aot-bundle's three fixture steps and the four
+#       exported models cnn, transformer, resnet18, mobilenet_v2, uncompressed,
+#       AdamW), comet-run's CPU reports of them, oneDNN, zlib and GoogleTest
+#       (xz-packed), a sample of the real activations by class for the codec
+#       benchmark, and the log of the models' CPU-against-ONNX-Runtime check.
+#       Fails if the tree and the bundle together reach 64 MiB.
+#
+#   scripts/gpu-run.sh run [RESULTS_DIR]
+#       on the GPU machine (no LLVM/MLIR needed: CMake, ninja, nvcc, cuDNN
+#       and cuBLAS, python3 with numpy): builds the runtime-only tree
+#       (runtime, CUDA backend, codec, their tests, comet-run) in build-gpu/,
+#       then runs, in order, each leg writing into RESULTS_DIR (default
+#       gpu-results/):
+#         1 gpu-tests    ctest -L gpu (CUDA kernel suites, CUDA codec)
+#         2 matches      every bundled step on --device cuda against
+#                        --device cpu (test/gpu/cuda_matches_cpu.py, 1e-4),
+#                        the cpu run against the bundle's report (1e-4), and
+#                        the bundle's CPU-against-ORT log
+#         3 sanitizer    compute-sanitizer memcheck and racecheck on the CUDA
+#                        codec and kernel tests
+#         4 codec-bench  comet.bench_codec_cuda on the bundled classes
+#         5 bench-peers  COMET against PyTorch on the GPU, peaks by
+#                        torch.cuda.max_memory_allocated
+#       and summary.txt, one line per leg. Exits non-zero if a leg failed.
+#       Without a CUDA device (a rehearsal) the legs that need one are
+#       recorded as skipped and the others run.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bundle=${COMET_GPU_BUNDLE:-$root/gpu-bundle}
+limit=$((64 * 1024 * 1024))
+mode=${1:-}
+shift || true
+
+# The four exported models, uncompressed (the ORT comparison's setting),
+# batch 8, AdamW from their folders.
+models=(cnn transformer resnet18 mobilenet_v2)
+model_flags="--data synthetic --seed 1 --synthetic-size 64 --max-steps 3 --eval-samples 16 --quiet"
+
+make_bundle() {
+  set -e
+  local build
+  build=$(cd "${1:-$root/build}" && pwd)
+  local export_py=${COMET_EXPORT_PYTHON:-$root/.venv-export/bin/python}
+  local py=${COMET_PYTHON:-$root/.venv/bin/python}
+  local torch_models=${COMET_TORCH_MODELS:-$build/models}
+  local work
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  "$root/scripts/export-torch-models.sh" "$torch_models" resnet18 mobilenet_v2
+
+  # resnet18's and mobilenet_v2's weights are most of their steps (45 MB and
+  # 9 MB of f32 that xz cannot shrink): their steps are compiled with the
+  # initial weights rounded to bfloat16 (kept in f32), whose low halves are
+  # zero. The cuda-against-cpu comparison needs the same weights on both
+  # sides, not these; the ORT check below runs the checkpoint's.
+  local steps="" m dir weights
+  for m in "${models[@]}"; do
+    dir=$root/test/fixtures/models/$m
+    [[ -f $dir/training_model.onnx ]] || dir=$torch_models/$m
+    weights=""
+    if [[ $m == resnet18 || $m == mobilenet_v2 ]]; then
+      PYTHONPATH="$root/python" "$export_py" - "$dir/model.onnx" \
+        "$work/$m-bf16.onnx" <<'PY'
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+m = onnx.load(sys.argv[1])
+inits = []
+for t in m.graph.initializer:
+    a = numpy_helper.to_array(t)
+    if a.dtype == np.float32:
+        u = a.view(np.uint32).astype(np.uint64)
+        u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16  # round to nearest even
+        a = u.astype(np.uint32).view(np.float32)
+    inits.append(numpy_helper.from_array(a, t.name))
+g = onnx.helper.make_graph([], "weights", [], [], inits)
+onnx.save(onnx.helper.make_model(g), sys.argv[2])
+PY
+      weights="--weights $work/$m-bf16.onnx"
+    fi
+    steps+="$m|$dir --compress none --batch 8 --optimizer $dir/optimizer_model.onnx $weights|$model_flags"$'\n'
+  done
+
+  rm -rf "$bundle"
+  COMET_AOT_SRC=0 COMET_AOT_GTEST=1 COMET_AOT_PACK=1 COMET_AOT_STEPS="$steps" \
+    "$root/scripts/aot-bundle.sh" "$build" "$bundle"
+
+  # The codec benchmark's classes: a sample of the real activations.
+  local real=$build/activations_real
+  if [[ ! -d $real ]]; then
+    PYTHONPATH="$root/python" COMET_BUILD_DIR="$build" "$export_py" -c '
+import sys
+from pathlib import Path
+from comet.bench_codec import dump_real
+dump_real(Path(sys.argv[1]), torch_models_dir=Path(sys.argv[2]))
+' "$real" "$torch_models"
+  fi
+  PYTHONPATH="$root/python" "$export_py" -c '
+import sys
+from pathlib import Path
+from comet.bench_codec import sample_classes
+sample_classes(Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]))
+' "$real" "$work/activations" "${COMET_GPU_SAMPLE_MB:-2.5}"
+  tar -cJf "$bundle/activations.tar.xz" -C "$work" activations
+
+  # The CPU side of the 1e-4 match against ONNX Runtime, on the
+  # checkpoints' weights (python/tests/test_torch_models_vs_ort.py).
+  local k
+  k=$(printf ' or %s' "${models[@]}")
+  (cd "$root" && COMET_BUILD_DIR="$build" PYTHONPATH="$root/python" \
+    OMP_WAIT_POLICY=passive "$py" -m pytest -v -rs \
+    python/tests/test_torch_models_vs_ort.py -k "${k# or }") \
+    >"$bundle/reference/ort-match.log" 2>&1 || {
+    tail -20 "$bundle/reference/ort-match.log"
+    echo "gpu-run: the CPU-against-ORT check failed" >&2
+    return 1
+  }
+  tail -1 "$bundle/reference/ort-match.log"
+
+  local tree size
+  tree=$(cd "$root" && git ls-files -z --cached --others --exclude-standard |
+    xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s}')
+  size=$(du -sb "$bundle" | cut -f1)
+  printf 'carried: tree %d + bundle %d = %d bytes (limit %d)\n' \
+    "$tree" "$size" $((tree + size)) "$limit"
+  ((tree + size < limit)) || { echo "gpu-run: over 64 MiB" >&2; return 1; }
+}
+
+# ---- the GPU machine ----------------------------------------------------------
+
+results=""
+summary() { printf '%-12s %-8s %s\n' "$1" "$2" "$3" | tee -a "$results/summary.txt"; }
+
+run_all() {
+  results=$(mkdir -p "${1:-$root/gpu-results}" && cd "${1:-$root/gpu-results}" && pwd)
+  rm -f "$results/summary.txt"
+  local build=${COMET_GPU_BUILD:-$root/build-gpu} status=0 gpu=1
+  [[ -f $bundle/run.sh ]] || { echo "gpu-run: no bundle at $bundle (gpu-run.sh bundle)" >&2; return 1; }
+  # Unpacked beside the build, so that the bundle stays small enough to be
+  # carried again.
+  local packed=$bundle
+  bundle=$build-bundle
+  if [[ ! -f $bundle/.unpacked || $packed/run.sh -nt $bundle/.unpacked ]]; then
+    rm -rf "$bundle"
+    cp -a "$packed" "$bundle"
+    "$bundle/run.sh" --unpack-only
+    [[ ! -f $bundle/activations.tar.xz ]] || tar -xJf "$bundle/activations.tar.xz" -C "$bundle"
+    touch "$bundle/.unpacked"
+  fi
+  local deps=$bundle/deps/usr lib=$bundle/deps/usr/lib/x86_64-linux-gnu
+  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+  { date -u; uname -a; nvidia-smi 2>&1; nvcc --version 2>&1; cmake --version | head -1; } \
+    >"$results/machine.txt"
+  if ! nvidia-smi -L >/dev/null 2>&1; then
+    gpu=0
+    echo "gpu-run: no CUDA device: a rehearsal, the device legs are skipped"
+  fi
+
+  # cuDNN and cuBLAS: the toolkit's, else PyTorch's pip wheels.
+  if [[ -z ${CUDNN_ROOT:-} ]] && command -v python3 >/dev/null; then
+    local wheels
+    wheels=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]) + "/nvidia")' 2>/dev/null || true)
+    if [[ -n $wheels && -d $wheels/cudnn ]]; then
+      export CUDNN_ROOT=$wheels/cudnn CUBLAS_ROOT=$wheels/cublas
+      export LD_LIBRARY_PATH=$wheels/cudnn/lib:$wheels/cublas/lib:$LD_LIBRARY_PATH
+    fi
+  fi
+
+  # Build: runtime-only, tests on, the device's own architecture.
+  local arch=${COMET_CUDA_ARCH:-}
+  [[ -n $arch ]] || { ((gpu)) && arch=native || arch=90-real; }
+  local t0=$SECONDS
+  if cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+      -DCOMET_RUNTIME_ONLY=ON -DCOMET_ENABLE_PYTHON=OFF \
+      -DCOMET_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+      -Ddnnl_DIR="$lib/cmake/dnnl" -DZLIB_ROOT="$deps" -DZLIB_INCLUDE_DIR="$deps/include" \
+      -DZLIB_LIBRARY="$lib/libz.so" -DGTest_DIR="$lib/cmake/GTest" \
+      -DCMAKE_PREFIX_PATH="$deps" ${COMET_GPU_CMAKE_ARGS:-} >"$results/configure.log" 2>&1 &&
+    ninja -C "$build" -j "${COMET_JOBS:-$(nproc)}" >"$results/build.log" 2>&1; then
+    if grep -q "CUDA backend ON" "$results/configure.log"; then
+      summary build ok "$((SECONDS - t0)) s, CUDA backend ON ($arch)"
+    else
+      summary build FAIL "the CUDA backend is OFF (configure.log: cuDNN or cuBLAS not found)"
+      return 1
+    fi
+  else
+    summary build FAIL "see configure.log / build.log"
+    tail -30 "$results/build.log" 2>/dev/null
+    return 1
+  fi
+
+  # 1. The GPU tests.
+  local rc=0
+  (cd "$build" && CI=${CI:-} ctest -L gpu --output-on-failure \
+    --output-junit "$results/gpu-tests.xml") >"$results/gpu-tests.log" 2>&1 || rc=$?
+  local counts
+  counts=$(grep -E "tests passed|tests failed" "$results/gpu-tests.log" | tail -1)
+  local skipped
+  skipped=$(grep -c "(Skipped)$" "$results/gpu-tests.log" || true)
+  if ((rc != 0)); then
+    summary gpu-tests FAIL "$counts"
+    status=1
+  elif ((gpu)) && ((skipped > 0)); then
+    summary gpu-tests FAIL "$counts; $skipped skipped on a GPU machine"
+    status=1
+  else
+    summary gpu-tests "$( ((gpu)) && echo ok || echo skipped)" "$counts ($skipped skipped)"
+  fi
+
+  # 2. cuda against cpu against the bundle's cpu report (and ORT's log).
+  mkdir -p "$results/matches"
+  cp -f "$bundle/reference/ort-match.log" "$results/matches/" 2>/dev/null
+  local so name bad=0 ran=0 skippedSteps=0
+  for so in "$bundle"/steps/*.so; do
+    name=$(basename "$so" .so)
+    rc=0
+    # shellcheck disable=SC2046
+    python3 "$root/test/gpu/cuda_matches_cpu.py" --rtol 1e-4 \
+      --keep "$results/matches/$name" -- "$build/bin/comet-run" "$so" \
+      $(cat "$bundle/steps/$name.args") >"$results/matches/$name.log" 2>&1 || rc=$?
+    if ((rc == 77)); then
+      ((skippedSteps++))
+    elif ((rc != 0)); then
+      ((bad++))
+      echo "$name: cuda against cpu failed (matches/$name.log)"
+    fi
+    ((ran++))
+    # The cpu run against this bundle's reference report.
+    if [[ -f $results/matches/$name/cpu.json ]]; then
+      python3 "$root/test/gpu/cuda_matches_cpu.py" --rtol 1e-4 \
+        --compare "$bundle/reference/$name.json" "$results/matches/$name/cpu.json" \
+        >"$results/matches/$name.reference.log" 2>&1 ||
+        { ((bad++)); echo "$name: cpu against the bundle's reference failed"; }
+    else
+      ((bad++))
+      echo "$name: no cpu report (matches/$name.log)"
+    fi
+  done
+  local ort
+  ort=$(tail -1 "$results/matches/ort-match.log" 2>/dev/null | tr -d '=' | xargs)
+  if ((bad)); then
+    summary matches FAIL "$bad of $ran steps failed; ORT (bundle): $ort"
+    status=1
+  elif ((skippedSteps)); then
+    summary matches cpu-only "$ran steps: cpu runs match the bundle; cuda skipped ($skippedSteps); ORT (bundle): $ort"
+  else
+    summary matches ok "$ran steps: cuda = cpu = bundle within 1e-4; ORT (bundle): $ort"
+  fi
+
+  # 3. compute-sanitizer on the CUDA codec and kernel tests.
+  if ! ((gpu)); then
+    summary sanitizer skipped "no CUDA device"
+  elif ! command -v compute-sanitizer >/dev/null; then
+    summary sanitizer FAIL "compute-sanitizer not found (CUDA toolkit's bin/)"
+    status=1
+  else
+    local tool test bin sbad=0
+    for tool in memcheck racecheck; do
+      for test in CodecCuda/CometCodecCudaTests RuntimeCuda/CometRuntimeCudaKernelTests; do
+        bin=$build/test/unittests/$test
+        [[ -x $bin ]] || bin=$(find "$build/test" -name "$(basename "$test")" -type f | head -1)
+        rc=0
+        compute-sanitizer --tool "$tool" --error-exitcode 1 \
+          ${COMET_SANITIZER_ARGS:-} "$bin" >"$results/sanitizer-$tool-$(basename "$test").log" 2>&1 || rc=$?
+        ((rc == 0)) || { ((sbad++)); echo "$tool $(basename "$test"): exit $rc"; }
+      done
+    done
+    if ((sbad)); then summary sanitizer FAIL "$sbad of 4 runs"; status=1
+    else summary sanitizer ok "memcheck and racecheck, codec and kernels"; fi
+  fi
+
+  # 4. The codec benchmark by class.
+  if ! ((gpu)); then
+    summary codec-bench skipped "no CUDA device"
+  elif COMET_BUILD_DIR=$build PYTHONPATH=$root/python python3 -m comet.bench_codec_cuda \
+      --data "$bundle/activations" --gib "${COMET_GPU_BENCH_GIB:-1}" \
+      --json "$results/bench_codec_cuda.json" >"$results/bench_codec_cuda.txt" 2>&1; then
+    summary codec-bench ok "bench_codec_cuda.txt"
+  else
+    summary codec-bench FAIL "bench_codec_cuda.txt"
+    status=1
+  fi
+
+  # 5. The memory benchmark against PyTorch on the GPU.
+  summary bench-peers FAIL "not implemented: comet.bench_peers drives comet-train (needs LLVM) on the CPU only"
+  status=1
+
+  echo "results: $results"
+  return $status
+}
+
+case $mode in
+bundle) make_bundle "$@" ;;
+run) run_all "$@" ;;
+*)
+  sed -n '2,/^set -uo/{/^set -uo/!p}' "$0" >&2
+  exit 2
+  ;;
+esac
