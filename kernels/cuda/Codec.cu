@@ -1354,6 +1354,15 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_version_async(
                        out_capacity, d_out_size, stream);
 }
 
+// The default stays version 1. The format no longer forbids version 2: the
+// decoder reads every stream the GPU writes, and the engine never hands the
+// GPU a CPU stream (a handle is its backend's own). But the version 2
+// encoder stages every chunk at its worst case in device scratch as large
+// as the stream's worst case, allocated here outside the runtime's memory
+// accounting (version 1 needs none), so the runtime's reported peak would
+// miss one activation's worth; and neither version 2 kernel has run. Move
+// when the staging lives in the caller's worst-case output (or is counted)
+// and a device has passed the version 2 tests.
 COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_async(
     int codec, int dtype, const void *d_data, const uint64_t *dims,
     uint32_t rank, double eb, void *d_out, size_t out_capacity,
