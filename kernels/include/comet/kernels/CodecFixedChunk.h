@@ -9,7 +9,9 @@
 // chunk's layout on its blocks' sizes (a prefix sum). Plain integer code and
 // the format's scalar quantizer, so that it compiles for host and device
 // with the same bytes; CodecFixedChunkTest runs it on the host against the
-// CPU encoder, byte for byte.
+// CPU encoder, byte for byte. Its decoder (below) reads such chunks with a
+// thread per block, and the CUDA decoder calls it too; the same test runs
+// it on the host against the CPU decoder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef COMET_KERNELS_CODECFIXEDCHUNK_H
@@ -286,7 +288,7 @@ COMET_HD uint64_t encodeFixedChunk(const uint8_t *x, uint32_t len,
 // stream both accept decodes to the same bits, and a corrupt one gets the
 // same status. Rice blocks (modes 4-6) and coded chunks (mode 7) are
 // refused as COMET_RT_ERROR_UNSUPPORTED before anything is decoded
-// (fixedStreamRefusal); a GPU decodes them only in series.
+// (fixedChunkRefusal); a GPU would decode them only in series.
 //===----------------------------------------------------------------------===//
 
 // The name of a version 2 mode (coded chunks: 7), for messages.
@@ -571,7 +573,9 @@ struct FixedRefusal {
 // CUDA decoder's steps in its order (the header and table, the refusal,
 // every chunk, the outlier total); the host emulation that the tests and
 // the fuzzer check against the CPU decoder. *refusal (when given) names the
-// mode of an COMET_RT_ERROR_UNSUPPORTED.
+// chunk and mode of a refusal (COMET_RT_ERROR_UNSUPPORTED); a valid stream
+// that is not version 2 sz is unsupported too, with mode 0 (the CUDA
+// codec's version 1 kernel reads those).
 inline comet_rt_status decodeFixedStream(const uint8_t *in, uint64_t inSize,
                                          uint8_t *out, uint64_t outCapacity,
                                          FixedRefusal *refusal = nullptr) {
