@@ -6,7 +6,12 @@
 // encodeFixedChunk, the sizes' prefix sum, the table and the header) must
 // write, byte for byte, what the CPU encoder writes under
 // COMET_RT_CODEC_ENTROPY_NONE, for every dtype, data class, bound and shape;
-// and the CPU decoder must read it within the bound.
+// and the CPU decoder must read it within the bound. The same header's
+// decoder, run on the host in the CUDA decoder's order (decodeFixedStream),
+// must decode those streams and the fixed-width test vectors to the CPU
+// decoder's bits, refuse every stream with a Rice block or a coded chunk as
+// unsupported (naming the first such mode) before writing any output, and
+// give the CPU decoder's status on damaged streams.
 //
 //===----------------------------------------------------------------------===//
 #include "CodecTestUtil.h"
@@ -15,9 +20,11 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -79,6 +86,22 @@ std::vector<uint8_t> toBytes(const std::vector<float> &x, int dtype) {
   return b;
 }
 
+// The host emulation of the CUDA decoder into capacity bytes, which start
+// as kUntouched so that a refusal can be seen to write nothing.
+constexpr uint8_t kUntouched = 0xA5;
+struct HostDecoded {
+  comet_rt_status st;
+  std::vector<uint8_t> out;
+  FixedRefusal refusal;
+};
+HostDecoded hostDecode(const std::vector<uint8_t> &s, size_t capacity) {
+  HostDecoded d;
+  d.out.assign(capacity, kUntouched);
+  d.st =
+      decodeFixedStream(s.data(), s.size(), d.out.data(), capacity, &d.refusal);
+  return d;
+}
+
 struct Seen {
   size_t streams = 0, emptyChunks = 0, outliers = 0;
   size_t modes[4] = {};
@@ -126,6 +149,10 @@ void checkOne(int dtype, const std::vector<float> &xf,
     else
       ASSERT_LE(std::fabs(double(fa) - double(fb)), eb) << i;
   }
+  // The host emulation of the CUDA decoder gives the CPU decoder's bits.
+  HostDecoded hd = hostDecode(want, y.size());
+  ASSERT_EQ(hd.st, COMET_RT_SUCCESS);
+  ASSERT_TRUE(hd.out == y) << "the GPU decoder's emulation differs";
   ++seen.streams;
   seen.outliers += loadU64(want.data() + 120);
   for (int m : v2Modes(want))
@@ -177,6 +204,170 @@ TEST(CodecFixedChunk, OutliersAndRawBlocks) {
     for (double eb : {double(FLT_MIN), 1e-3, 1e20})
       checkOne(dtype, x, {uint64_t(x.size())}, eb, seen);
   EXPECT_GT(seen.modes[kV2Raw], 0u);
+}
+
+// The fixed-width vectors decode to their recorded bits; raw and mask
+// streams are not this decoder's (the CUDA codec's other kernel reads them).
+TEST(CodecFixedChunk, HostDecoderReadsTheFixedVectors) {
+  const std::string dir = std::string(COMET_CODEC_FIXTURE_DIR) + "/v2-fixed";
+  size_t decoded = 0;
+  for (const Case &c : readManifest(dir)) {
+    SCOPED_TRACE(c.name);
+    const auto stream = readFile(dir + "/" + c.stream);
+    const auto output = readFile(dir + "/" + c.output);
+    HostDecoded d = hostDecode(stream, output.size());
+    if (c.codec != "sz") {
+      EXPECT_EQ(d.st, COMET_RT_ERROR_UNSUPPORTED);
+      continue;
+    }
+    ASSERT_EQ(d.st, COMET_RT_SUCCESS);
+    ASSERT_TRUE(d.out == output) << "decoding differs from the vector";
+    ++decoded;
+  }
+  EXPECT_GE(decoded, 18u);
+}
+
+// The CPU's default vectors: a stream with a Rice block or a coded chunk is
+// refused, naming the first such mode, with nothing written; the others
+// decode to their recorded bits.
+TEST(CodecFixedChunk, HostDecoderRefusesEntropyCodedVectors) {
+  const std::string dir = COMET_CODEC_FIXTURE_DIR;
+  size_t refused = 0, decoded = 0;
+  bool modeSeen[8] = {};
+  for (const Case &c : readManifest(dir)) {
+    if (c.codec != "sz")
+      continue;
+    SCOPED_TRACE(c.name);
+    const auto stream = readFile(dir + "/" + c.stream);
+    const auto output = readFile(dir + "/" + c.output);
+    int first = 0;
+    for (int m : v2Modes(stream))
+      if (m >= kV2RiceLorenzo && !first)
+        first = m;
+    HostDecoded d = hostDecode(stream, output.size());
+    if (!first) {
+      ASSERT_EQ(d.st, COMET_RT_SUCCESS);
+      ASSERT_TRUE(d.out == output);
+      ++decoded;
+      continue;
+    }
+    ASSERT_EQ(d.st, COMET_RT_ERROR_UNSUPPORTED);
+    EXPECT_EQ(d.refusal.mode, uint32_t(first)) << v2ModeName(first);
+    EXPECT_TRUE(std::all_of(d.out.begin(), d.out.end(), [](uint8_t b) {
+      return b == kUntouched;
+    })) << "a refused stream wrote output";
+    modeSeen[first] = true;
+    ++refused;
+  }
+  EXPECT_GE(refused, 8u);
+  EXPECT_GE(decoded, 1u);
+  EXPECT_TRUE(modeSeen[kV2RiceLorenzo] || modeSeen[kV2RicePlain]);
+  EXPECT_TRUE(modeSeen[kV2Coded]);
+  EXPECT_STREQ(v2ModeName(kV2Coded), "coded chunk");
+}
+
+// Outliers where the format allows none, or out of order: corrupt to both
+// decoders (random damage rarely builds these).
+TEST(CodecFixedChunk, HostDecoderRejectsMisplacedOutliers) {
+  // Block 0 raw (every element an outlier), block 1 coded with outliers at
+  // 70 and 100, block 2 absent.
+  std::vector<float> x(192, 0.0f);
+  for (size_t i = 0; i < 64; ++i)
+    x[i] = 1e30f * float(i + 1);
+  for (size_t i = 64; i < 128; ++i)
+    x[i] = float(i % 5);
+  x[70] = 3e30f;
+  x[100] = 4e30f;
+  ASSERT_EQ(comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_NONE),
+            COMET_RT_SUCCESS);
+  comet_rt_status st;
+  const std::vector<uint8_t> s = compressVec(
+      COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(), {x.size()}, 1e-2, &st);
+  comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_AUTO);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
+  const std::vector<int> modes = v2Modes(s);
+  ASSERT_EQ(modes.size(), 2u);
+  ASSERT_EQ(modes[0], kV2Raw);
+  ASSERT_NE(modes[1], kV2Raw);
+  ASSERT_EQ(loadU64(s.data() + 120), 2u);
+  const size_t idx = s.size() - 2 * (2 + 4); // the two u16 indices
+  ASSERT_EQ(loadU32(s.data() + idx) & 0xFFFF, 70u);
+  ASSERT_EQ(hostDecode(s, 4 * x.size()).st, COMET_RT_SUCCESS);
+  const std::pair<uint16_t, uint16_t> bad[] = {
+      {5, 100},   // into the raw block
+      {70, 150},  // into the absent block
+      {70, 192},  // past the chunk's length
+      {100, 100}, // repeated
+      {100, 70},  // decreasing
+  };
+  for (auto [a, b] : bad) {
+    std::vector<uint8_t> t = s;
+    t[idx] = uint8_t(a);
+    t[idx + 1] = uint8_t(a >> 8);
+    t[idx + 2] = uint8_t(b);
+    t[idx + 3] = uint8_t(b >> 8);
+    std::vector<uint8_t> y(4 * x.size());
+    EXPECT_EQ(comet_rt_codec_decompress(t.data(), t.size(), y.data(), y.size()),
+              COMET_RT_ERROR_CORRUPT)
+        << a << " " << b;
+    EXPECT_EQ(hostDecode(t, y.size()).st, COMET_RT_ERROR_CORRUPT)
+        << a << " " << b;
+  }
+}
+
+// Damaged fixed-width streams: the emulation gives the CPU decoder's
+// status, or refuses where the damage made a Rice descriptor or a coded
+// chunk; where both decode, the same bits.
+TEST(CodecFixedChunk, HostDecoderAgreesOnDamagedStreams) {
+  std::mt19937 rng(99);
+  size_t agreedOk = 0, agreedErr = 0, refused = 0;
+  uint32_t seed = 500;
+  for (int dtype : {COMET_RT_DTYPE_F32, COMET_RT_DTYPE_F16})
+    for (Dist dist : {Dist::Normal, Dist::Relu95, Dist::Smooth}) {
+      const std::vector<float> xf =
+          makeData(dist, 1.0, 2 * 4096 + 300, true, seed++);
+      const std::vector<uint8_t> x = toBytes(xf, dtype);
+      const std::vector<uint64_t> dims = {2, 4096 + 150};
+      ASSERT_EQ(comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_NONE),
+                COMET_RT_SUCCESS);
+      comet_rt_status st;
+      const std::vector<uint8_t> s = compressVec(
+          COMET_RT_CODEC_SZ, comet_rt_dtype(dtype), x.data(), dims, 1e-2, &st);
+      comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_AUTO);
+      ASSERT_EQ(st, COMET_RT_SUCCESS);
+      for (int trial = 0; trial < 400; ++trial) {
+        std::vector<uint8_t> t = s;
+        // One to three bytes past the header changed, or a cut.
+        if (trial % 10 == 9) {
+          t.resize(rng() % t.size());
+        } else {
+          for (uint32_t k = 0, m = 1 + rng() % 3; k < m; ++k)
+            t[kHeaderSize + rng() % (t.size() - kHeaderSize)] ^=
+                uint8_t(1 + rng() % 255);
+        }
+        std::vector<uint8_t> y(x.size(), kUntouched);
+        const comet_rt_status cpu =
+            comet_rt_codec_decompress(t.data(), t.size(), y.data(), y.size());
+        HostDecoded d = hostDecode(t, x.size());
+        SCOPED_TRACE("trial " + std::to_string(trial));
+        if (d.st == COMET_RT_ERROR_UNSUPPORTED &&
+            cpu != COMET_RT_ERROR_UNSUPPORTED) {
+          ASSERT_NE(d.refusal.mode, 0u);
+          ++refused;
+          continue;
+        }
+        ASSERT_EQ(d.st, cpu);
+        if (cpu == COMET_RT_SUCCESS) {
+          ASSERT_TRUE(d.out == y) << "both decode, to different bits";
+          ++agreedOk;
+        } else {
+          ++agreedErr;
+        }
+      }
+    }
+  EXPECT_GT(agreedOk, 600u);
+  EXPECT_GT(agreedErr, 500u);
+  EXPECT_GT(refused, 30u);
 }
 
 } // namespace

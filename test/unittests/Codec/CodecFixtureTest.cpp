@@ -17,70 +17,11 @@
 
 #include "gtest/gtest.h"
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 using namespace comet::test;
 
 namespace {
-
-std::vector<uint8_t> readFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f.good()) << "cannot open " << path;
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
-
-struct Case {
-  std::string name, codec, dtype;
-  double eb = 0;
-  std::vector<uint64_t> dims;
-  std::string input, stream, output;
-  int entropy = COMET_RT_CODEC_ENTROPY_AUTO;
-};
-
-std::vector<Case> readManifest(const std::string &dir) {
-  std::ifstream f(dir + "/manifest.txt");
-  EXPECT_TRUE(f.good());
-  std::vector<Case> cases;
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#')
-      continue;
-    std::istringstream ls(line);
-    Case c;
-    std::string dims;
-    ls >> c.name >> c.codec >> c.dtype >> c.eb >> dims >> c.input >> c.stream >>
-        c.output;
-    EXPECT_FALSE(ls.fail()) << line;
-    std::string entropy;
-    if (ls >> entropy) {
-      EXPECT_TRUE(entropy == "auto" || entropy == "off" ||
-                  entropy == "always" || entropy == "none")
-          << line;
-      c.entropy = entropy == "off"      ? COMET_RT_CODEC_ENTROPY_OFF
-                  : entropy == "always" ? COMET_RT_CODEC_ENTROPY_ALWAYS
-                  : entropy == "none"   ? COMET_RT_CODEC_ENTROPY_NONE
-                                        : COMET_RT_CODEC_ENTROPY_AUTO;
-    }
-    std::istringstream ds(dims);
-    for (std::string d; std::getline(ds, d, 'x');)
-      c.dims.push_back(std::stoull(d));
-    cases.push_back(c);
-  }
-  return cases;
-}
-
-comet_rt_codec codecOf(const std::string &s) {
-  return s == "sz"     ? COMET_RT_CODEC_SZ
-         : s == "mask" ? COMET_RT_CODEC_MASK
-                       : COMET_RT_CODEC_RAW;
-}
-comet_rt_dtype dtypeOf(const std::string &s) {
-  return s == "f16"    ? COMET_RT_DTYPE_F16
-         : s == "bf16" ? COMET_RT_DTYPE_BF16
-                       : COMET_RT_DTYPE_F32;
-}
 
 void checkSet(const std::string &dir, int version, size_t minCases) {
   auto cases = readManifest(dir);

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CodecTestUtil.h"
+#include "comet/kernels/CodecFixedChunk.h"
 #include "comet/runtime/codec.h"
 #include "comet/runtime/codec_cuda.h"
 
@@ -33,6 +34,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -40,6 +42,9 @@ namespace {
 using comet::test::bitsOf;
 using comet::test::Dist;
 using comet::test::makeData;
+using comet::test::readFile;
+using comet::test::readManifest;
+namespace format = comet::kernels::format;
 
 using Bytes = std::vector<uint8_t>;
 constexpr size_t kGuard = 256;
@@ -110,7 +115,8 @@ Bytes gpuCompress(int codec, int dtype, const void *x,
 
 struct Decoded {
   comet_rt_status st;
-  Bytes out; // capacity bytes
+  Bytes out;    // capacity bytes
+  int mode = 0; // the GPU's comet_rt_codec_cuda_last_unsupported_mode
 };
 
 Decoded cpuDecompress(const Bytes &s, size_t capacity) {
@@ -130,6 +136,7 @@ Decoded gpuDecompress(const Bytes &s, size_t capacity) {
   Decoded d;
   d.st = comet_rt_codec_cuda_decompress(din.p, s.size(), dout.p, capacity,
                                         nullptr);
+  d.mode = comet_rt_codec_cuda_last_unsupported_mode();
   Bytes all = download(dout.p, capacity + kGuard);
   for (size_t i = capacity; i < all.size(); ++i)
     if (all[i] != kGuardByte) {
@@ -198,46 +205,22 @@ void crossCheck(int codec, int dtype, const void *x, std::vector<uint64_t> dims,
 // Tests.
 //===----------------------------------------------------------------------===//
 
-Bytes readFile(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  EXPECT_TRUE(f.good()) << "cannot open " << path;
-  return Bytes(std::istreambuf_iterator<char>(f), {});
-}
-
 // The vectors of one folder of test/fixtures/codec: with compress, the GPU
 // encoder (format version) must write each stream byte for byte; the GPU
 // decoder must decode each to the vector's bits.
 void checkFixtures(const std::string &dir, int version, bool compress,
                    size_t minCases) {
-  std::ifstream manifest(dir + "/manifest.txt");
-  ASSERT_TRUE(manifest.good()) << dir;
   size_t cases = 0;
-  for (std::string line; std::getline(manifest, line);) {
-    if (line.empty() || line[0] == '#')
-      continue;
-    std::istringstream ls(line);
-    std::string name, codec, dtype, dimsText, in, stream, out;
-    double eb;
-    ls >> name >> codec >> dtype >> eb >> dimsText >> in >> stream >> out;
-    ASSERT_FALSE(ls.fail()) << line;
-    SCOPED_TRACE(dir + "/" + name);
-    std::vector<uint64_t> dims;
-    std::istringstream ds(dimsText);
-    for (std::string d; std::getline(ds, d, 'x');)
-      dims.push_back(std::stoull(d));
-    int c = codec == "sz"     ? COMET_RT_CODEC_SZ
-            : codec == "mask" ? COMET_RT_CODEC_MASK
-                              : COMET_RT_CODEC_RAW;
-    int t = dtype == "f16"    ? COMET_RT_DTYPE_F16
-            : dtype == "bf16" ? COMET_RT_DTYPE_BF16
-                              : COMET_RT_DTYPE_F32;
-    Bytes input = readFile(dir + "/" + in);
-    Bytes expected = readFile(dir + "/" + stream);
-    Bytes output = readFile(dir + "/" + out);
+  for (const comet::test::Case &c : readManifest(dir)) {
+    SCOPED_TRACE(dir + "/" + c.name);
+    Bytes input = readFile(dir + "/" + c.input);
+    Bytes expected = readFile(dir + "/" + c.stream);
+    Bytes output = readFile(dir + "/" + c.output);
     if (compress) {
       comet_rt_status st;
-      Bytes s =
-          gpuCompress(c, t, input.data(), dims, eb, &st, nullptr, version);
+      Bytes s = gpuCompress(comet::test::codecOf(c.codec),
+                            comet::test::dtypeOf(c.dtype), input.data(), c.dims,
+                            c.eb, &st, nullptr, version);
       ASSERT_EQ(st, COMET_RT_SUCCESS);
       ASSERT_TRUE(s == expected) << "GPU stream differs from the test vector";
     }
@@ -247,6 +230,16 @@ void checkFixtures(const std::string &dir, int version, bool compress,
     ++cases;
   }
   EXPECT_GE(cases, minCases);
+}
+
+// What the host emulation of the GPU decoder (format::decodeFixedStream)
+// says of t: its status and, for a refusal, the mode it names.
+std::pair<comet_rt_status, int> hostEmulation(const Bytes &t, size_t capacity) {
+  Bytes out(capacity);
+  format::FixedRefusal r;
+  comet_rt_status st =
+      format::decodeFixedStream(t.data(), t.size(), out.data(), capacity, &r);
+  return {st, int(r.mode)};
 }
 
 TEST(CodecCudaFixtures, CompressAndDecompressByteExact) {
@@ -260,10 +253,90 @@ TEST(CodecCudaFixtures, Version2FixedByteExact) {
                 16);
 }
 
-// The CPU's version 2 vectors, every mode (Rice blocks, coded chunks): the
-// GPU decodes them to the same bits.
-TEST(CodecCudaFixtures, Version2StreamsDecode) {
-  checkFixtures(COMET_CODEC_FIXTURE_DIR, 2, false, 16);
+// The CPU's default version 2 vectors: those in the fixed-width modes decode
+// to their bits; one with a Rice block or a coded chunk is refused as
+// unsupported, naming the mode the host emulation names, with nothing
+// written (the guard pattern stays).
+TEST(CodecCudaFixtures, Version2StreamsDecodeOrAreRefused) {
+  const std::string dir = COMET_CODEC_FIXTURE_DIR;
+  size_t decoded = 0, refused = 0;
+  for (const comet::test::Case &c : readManifest(dir)) {
+    SCOPED_TRACE(c.name);
+    Bytes stream = readFile(dir + "/" + c.stream);
+    Bytes output = readFile(dir + "/" + c.output);
+    Decoded d = gpuDecompress(stream, output.size());
+    auto [hostSt, hostMode] = hostEmulation(stream, output.size());
+    if (c.codec == "sz" && hostSt == COMET_RT_ERROR_UNSUPPORTED) {
+      ASSERT_EQ(d.st, COMET_RT_ERROR_UNSUPPORTED);
+      EXPECT_EQ(d.mode, hostMode) << format::v2ModeName(uint32_t(hostMode));
+      EXPECT_TRUE(std::all_of(d.out.begin(), d.out.end(), [](uint8_t b) {
+        return b == kGuardByte;
+      })) << "a refused stream wrote output";
+      ++refused;
+      continue;
+    }
+    ASSERT_EQ(d.st, COMET_RT_SUCCESS);
+    ASSERT_EQ(d.mode, 0);
+    ASSERT_TRUE(d.out == output) << "GPU decoding differs from the vector";
+    ++decoded;
+  }
+  EXPECT_GE(refused, 8u);
+  EXPECT_GE(decoded, 5u);
+}
+
+// The GPU decodes the CPU's streams under entropy none, and its own version
+// 2 streams, to the CPU decoder's bits: every dtype and data class, partial
+// and many chunks.
+TEST(CodecCuda, Version2DecodesCpuAndGpuStreams) {
+  ASSERT_EQ(comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_NONE),
+            COMET_RT_SUCCESS);
+  const std::vector<std::vector<uint64_t>> shapes = {
+      {1}, {4095}, {3, 4096 + 33}, {70001}, {64, 16411}};
+  uint32_t seed = 900;
+  for (int dtype :
+       {COMET_RT_DTYPE_F32, COMET_RT_DTYPE_F16, COMET_RT_DTYPE_BF16})
+    for (Dist dist : {Dist::Uniform, Dist::Normal, Dist::Relu50, Dist::Relu95,
+                      Dist::Constant, Dist::Smooth})
+      for (double eb : {1e-4, 1e-2, 1e3})
+        for (const auto &dims : shapes) {
+          const uint64_t n = product(dims);
+          std::vector<float> xf = makeData(dist, 1.0, n, true, seed++);
+          Bytes x(n * elemSize(dtype));
+          for (uint64_t i = 0; i < n; ++i) {
+            uint32_t bits = bitsOf(xf[i]);
+            if (dtype == COMET_RT_DTYPE_F16)
+              bits = format::F16::fromFloat(xf[i]);
+            else if (dtype == COMET_RT_DTYPE_BF16)
+              bits = format::BF16::fromFloat(xf[i]);
+            std::memcpy(&x[i * elemSize(dtype)], &bits, elemSize(dtype));
+          }
+          SCOPED_TRACE("dtype " + std::to_string(dtype) + " dist " +
+                       std::to_string(int(dist)) + " eb " + std::to_string(eb) +
+                       " n " + std::to_string(n));
+          Bytes cpu(
+              comet_rt_codec_max_compressed_size(COMET_RT_CODEC_SZ, dtype, n));
+          size_t size = 0;
+          ASSERT_EQ(comet_rt_codec_compress_version(
+                        2, COMET_RT_CODEC_SZ, dtype, x.data(), dims.data(),
+                        uint32_t(dims.size()), eb, cpu.data(), cpu.size(),
+                        &size),
+                    COMET_RT_SUCCESS);
+          cpu.resize(size);
+          Decoded want = cpuDecompress(cpu, x.size());
+          ASSERT_EQ(want.st, COMET_RT_SUCCESS);
+          Decoded got = gpuDecompress(cpu, x.size());
+          ASSERT_EQ(got.st, COMET_RT_SUCCESS);
+          ASSERT_TRUE(got.out == want.out) << "GPU decodes a CPU stream wrong";
+          comet_rt_status st;
+          Bytes gpu = gpuCompress(COMET_RT_CODEC_SZ, dtype, x.data(), dims, eb,
+                                  &st, nullptr, 2);
+          ASSERT_EQ(st, COMET_RT_SUCCESS);
+          ASSERT_TRUE(gpu == cpu);
+          got = gpuDecompress(gpu, x.size());
+          ASSERT_EQ(got.st, COMET_RT_SUCCESS);
+          ASSERT_TRUE(got.out == want.out) << "GPU decodes its stream wrong";
+        }
+  comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_AUTO);
 }
 
 // The GPU's version 2 streams are the CPU's under entropy none, for every
@@ -512,13 +585,52 @@ std::vector<Bytes> sampleStreams() {
                                 x.data(), {197}, 0.0, &st));
   streams.push_back(cpuCompress(COMET_RT_CODEC_RAW, COMET_RT_DTYPE_BF16,
                                 x.data(), {33}, 0.0, &st));
+  // Version 2: in the fixed-width modes (entropy none), which the GPU
+  // decodes, and as the CPU writes by default (a Rice-coded chunk), which
+  // it refuses.
+  for (int entropy : {COMET_RT_CODEC_ENTROPY_NONE, COMET_RT_CODEC_ENTROPY_AUTO})
+    for (auto [dtype, dims, eb] :
+         {std::tuple<int, std::vector<uint64_t>, double>{
+              COMET_RT_DTYPE_F32, {10, 20}, 1e-2},
+          {COMET_RT_DTYPE_F16, {199}, 1e-3}}) {
+      std::vector<float> smooth = makeData(Dist::Smooth, 1.0, 200, true, 5);
+      const std::vector<float> &src =
+          entropy == COMET_RT_CODEC_ENTROPY_NONE ? x : smooth;
+      std::vector<uint16_t> half(src.size());
+      for (size_t i = 0; i < src.size(); ++i)
+        half[i] = uint16_t(format::F16::fromFloat(src[i]));
+      const void *data = dtype == COMET_RT_DTYPE_F32
+                             ? static_cast<const void *>(src.data())
+                             : half.data();
+      Bytes out(comet_rt_codec_max_compressed_size(COMET_RT_CODEC_SZ, dtype,
+                                                   product(dims)));
+      size_t size = 0;
+      EXPECT_EQ(comet_rt_codec_set_entropy(entropy), COMET_RT_SUCCESS);
+      EXPECT_EQ(comet_rt_codec_compress_version(
+                    2, COMET_RT_CODEC_SZ, dtype, data, dims.data(),
+                    uint32_t(dims.size()), eb, out.data(), out.size(), &size),
+                COMET_RT_SUCCESS);
+      comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_AUTO);
+      out.resize(size);
+      streams.push_back(out);
+    }
   return streams;
 }
 
 // Decodes t on both sides into capacity bytes: same status, and on success
-// the same output.
-void sameAsCpu(const Bytes &t, size_t capacity, const std::string &what) {
+// the same output. The GPU may instead refuse a version 2 stream with a
+// Rice block or coded chunk, exactly where its host emulation does.
+void sameAsCpu(const Bytes &t, size_t capacity, const std::string &what,
+               comet_rt_status *gpuStatus = nullptr) {
   Decoded c = cpuDecompress(t, capacity), g = gpuDecompress(t, capacity);
+  if (gpuStatus)
+    *gpuStatus = g.st;
+  if (g.st == COMET_RT_ERROR_UNSUPPORTED && c.st != g.st) {
+    auto [hostSt, hostMode] = hostEmulation(t, capacity);
+    ASSERT_EQ(hostSt, COMET_RT_ERROR_UNSUPPORTED) << what;
+    ASSERT_EQ(g.mode, hostMode) << what;
+    return;
+  }
   ASSERT_EQ(g.st, c.st) << what;
   if (c.st == COMET_RT_SUCCESS)
     ASSERT_TRUE(g.out == c.out) << what;
@@ -549,12 +661,11 @@ TEST(CodecCudaRobustness, TruncationsAndFlipsGiveTheCpuStatus) {
       size_t c = cap;
       if (comet_rt_codec_get_info(t.data(), t.size(), &ti) == COMET_RT_SUCCESS)
         c = std::min<uint64_t>(ti.decompressed_bytes, 1 << 20);
-      Decoded g = gpuDecompress(t, c);
-      Decoded cpu = cpuDecompress(t, c);
-      ASSERT_EQ(g.st, cpu.st) << "bit " << bit;
-      if (cpu.st == COMET_RT_SUCCESS)
-        ASSERT_TRUE(g.out == cpu.out) << "bit " << bit;
-      errors += g.st != COMET_RT_SUCCESS;
+      comet_rt_status g;
+      sameAsCpu(t, c, "bit " + std::to_string(bit), &g);
+      if (HasFatalFailure())
+        return;
+      errors += g != COMET_RT_SUCCESS;
       ++flips;
     }
   }

@@ -9,7 +9,9 @@
 // chunk's layout on its blocks' sizes (a prefix sum). Plain integer code and
 // the format's scalar quantizer, so that it compiles for host and device
 // with the same bytes; CodecFixedChunkTest runs it on the host against the
-// CPU encoder, byte for byte.
+// CPU encoder, byte for byte. Its decoder (below) reads such chunks with a
+// thread per block, and the CUDA decoder calls it too; the same test runs
+// it on the host against the CPU decoder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef COMET_KERNELS_CODECFIXEDCHUNK_H
@@ -24,6 +26,14 @@ template <typename E>
 COMET_HD uint32_t loadElemLE(const uint8_t *x, uint32_t i) {
   const uint8_t *p = x + size_t(i) * E::size;
   return E::size == 4 ? loadU32(p) : uint32_t(p[0]) | uint32_t(p[1]) << 8;
+}
+
+// Stores the bits b as element i of a little-endian array of E.
+template <typename E>
+COMET_HD void storeElemLE(uint8_t *x, uint32_t i, uint32_t b) {
+  uint8_t *p = x + size_t(i) * E::size;
+  for (uint32_t k = 0; k < E::size; ++k)
+    p[k] = uint8_t(b >> (8 * k));
 }
 
 // One block's quantization and fixed-width plan.
@@ -267,6 +277,354 @@ COMET_HD uint64_t encodeFixedChunk(const uint8_t *x, uint32_t len,
                          x + size_t(b) * kBlockSize * E::size, out);
   *numOutliers += c.outliers;
   return c.bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// Decoding. A version 2 sz stream whose chunks use the fixed-width modes
+// only decodes without any serial stage across blocks: a chunk's layout
+// follows from its descriptors and sparse counts (one pass over at most 64
+// bytes), then every block decodes on its own, then the outliers overwrite
+// their elements. The checks are the CPU decoder's, in its order, so that a
+// stream both accept decodes to the same bits, and a corrupt one gets the
+// same status. Rice blocks (modes 4-6) and coded chunks (mode 7) are
+// refused as COMET_RT_ERROR_UNSUPPORTED before anything is decoded
+// (fixedChunkRefusal); a GPU would decode them only in series.
+//===----------------------------------------------------------------------===//
+
+// The name of a version 2 mode (coded chunks: 7), for messages.
+inline const char *v2ModeName(uint32_t mode) {
+  switch (mode) {
+  case kV2Dense:
+    return "dense";
+  case kV2SparseSigned:
+    return "sparse signed";
+  case kV2SparsePositive:
+    return "sparse positive";
+  case kV2Raw:
+    return "raw";
+  case kV2RiceLorenzo:
+    return "Rice Lorenzo";
+  case kV2RicePlain:
+    return "Rice plain";
+  case kV2RiceLorenzo2d:
+    return "Rice 2-D Lorenzo";
+  case kV2Coded:
+    return "coded chunk";
+  default:
+    return "unknown";
+  }
+}
+
+// The first mode of the chunk at in (size bytes, len elements) that the
+// fixed-width decoder does not decode: 7 for a coded chunk (outlier count
+// bit 15), else the first descriptor of mode 4, 5 or 6; 0 when there is
+// none or the chunk is too short to say (its decoder then finds it
+// corrupt).
+COMET_HD uint32_t fixedChunkRefusal(const uint8_t *in, uint64_t size) {
+  if (size < kChunkHeaderSize)
+    return 0;
+  if (in[9] & (kCodedChunkFlag >> 8))
+    return kV2Coded;
+  const uint32_t nd = popcount64(loadU64(in));
+  if (kChunkHeaderSize + uint64_t(nd) > size)
+    return 0;
+  for (uint32_t i = 0; i < nd; ++i) {
+    const uint32_t mode = in[kChunkHeaderSize + i] >> 5;
+    if (mode >= kV2RiceLorenzo && mode < kV2NumModes)
+      return mode;
+  }
+  return 0;
+}
+
+// A checked chunk: where its parts start, and each block's descriptor,
+// sparse count and body offset (valid for present blocks).
+struct FixedView {
+  uint64_t bitmap = 0;
+  uint32_t nd = 0, outliers = 0;
+  uint32_t bodies = 0, idx = 0, val = 0; // byte offsets in the chunk
+  uint8_t desc[kChunkBlocks];
+  uint8_t nnz[kChunkBlocks];
+  uint32_t body[kChunkBlocks];
+};
+
+// The body bytes of a block of len elements, mode and width w, nnz nonzeros.
+template <typename E>
+COMET_HD uint32_t fixedBodyBytes(uint32_t mode, uint32_t w, uint32_t nnz,
+                                 uint32_t len) {
+  if (mode == kV2Raw)
+    return len * E::size;
+  if (mode == kV2Dense)
+    return packedBytesOf(len, w);
+  return uint32_t(ceilDiv(len, 8)) + packedBytesOf(nnz, w);
+}
+
+// Checks the chunk at in (size > 0 bytes, len elements) up to its outlier
+// list and fills v: the bitmap (nonzero, no bit past the chunk), every
+// descriptor (mode below 4, width at most 24, raw with width 0), every
+// sparse count (at most the block's length) and the parts' sizes, which
+// must add up to size. COMET_RT_ERROR_UNSUPPORTED for a coded chunk or a
+// Rice descriptor.
+template <typename E>
+COMET_HD comet_rt_status layoutFixedDecode(const uint8_t *in, uint64_t size,
+                                           uint32_t len, FixedView &v) {
+  const uint32_t nbk = uint32_t(ceilDiv(len, kBlockSize));
+  if (size < kChunkHeaderSize)
+    return COMET_RT_ERROR_CORRUPT;
+  v.bitmap = loadU64(in);
+  const uint32_t nOut = uint32_t(in[8]) | uint32_t(in[9]) << 8;
+  if (!v.bitmap || (nbk < 64 && (v.bitmap >> nbk)))
+    return COMET_RT_ERROR_CORRUPT;
+  if (nOut & kCodedChunkFlag)
+    return COMET_RT_ERROR_UNSUPPORTED;
+  v.nd = popcount64(v.bitmap);
+  v.outliers = nOut;
+  uint64_t pos = kChunkHeaderSize;
+  if (pos + v.nd > size)
+    return COMET_RT_ERROR_CORRUPT;
+  const uint8_t *desc = in + pos;
+  uint32_t na = 0;
+  bool rice = false;
+  for (uint32_t i = 0; i < v.nd; ++i) {
+    const uint32_t mode = desc[i] >> 5, w = desc[i] & 31;
+    if (mode >= kV2NumModes || w > kMaxWidth || (mode == kV2Raw && w != 0))
+      return COMET_RT_ERROR_CORRUPT;
+    rice = rice || mode >= kV2RiceLorenzo;
+    na += mode != kV2Dense && mode != kV2Raw;
+  }
+  if (rice)
+    return COMET_RT_ERROR_UNSUPPORTED;
+  pos += v.nd;
+  if (pos + na > size)
+    return COMET_RT_ERROR_CORRUPT;
+  const uint8_t *aux = in + pos;
+  pos += na;
+  uint64_t bodyTotal = 0;
+  uint32_t i = 0, a = 0;
+  for (uint64_t m = v.bitmap; m; m &= m - 1, ++i) {
+    const uint32_t b = ctz64(m);
+    const uint32_t bl = minU32(kBlockSize, len - b * kBlockSize);
+    const uint32_t mode = desc[i] >> 5, w = desc[i] & 31;
+    uint32_t c = 0;
+    if (hasAux(uint8_t(mode))) {
+      c = aux[a++];
+      if (c > bl)
+        return COMET_RT_ERROR_CORRUPT;
+    }
+    v.desc[b] = desc[i];
+    v.nnz[b] = uint8_t(c);
+    v.body[b] = uint32_t(bodyTotal);
+    bodyTotal += fixedBodyBytes<E>(mode, w, c, bl);
+  }
+  if (pos + bodyTotal + uint64_t(nOut) * (2 + E::size) != size)
+    return COMET_RT_ERROR_CORRUPT;
+  v.bodies = uint32_t(pos);
+  v.idx = uint32_t(pos + bodyTotal);
+  v.val = v.idx + 2 * nOut;
+  return COMET_RT_SUCCESS;
+}
+
+// Whether outlier k of the checked chunk at in is well placed: its index
+// below len, above the one before it, in a present block that is not raw.
+COMET_HD bool fixedOutlierOk(const uint8_t *in, const FixedView &v, uint32_t k,
+                             uint32_t len) {
+  const uint8_t *idx = in + v.idx;
+  const uint32_t i = uint32_t(idx[2 * k]) | uint32_t(idx[2 * k + 1]) << 8;
+  if (i >= len)
+    return false;
+  if (k > 0 && i <= (uint32_t(idx[2 * k - 2]) | uint32_t(idx[2 * k - 1]) << 8))
+    return false;
+  const uint32_t b = i / kBlockSize;
+  return ((v.bitmap >> b) & 1) && (v.desc[b] >> 5) != kV2Raw;
+}
+
+// The w-bit value at bit p of the LSB-first stream at src, reading only
+// the bytes that hold its bits (w <= 24).
+COMET_HD uint32_t readBits(const uint8_t *src, uint32_t p, uint32_t w) {
+  if (w == 0)
+    return 0;
+  const uint32_t byte = p >> 3, sh = p & 7;
+  const uint32_t nbytes = ((sh + w - 1) >> 3) + 1;
+  uint64_t acc = 0;
+  for (uint32_t k = 0; k < nbytes; ++k)
+    acc |= uint64_t(src[byte + k]) << (8 * k);
+  return uint32_t(acc >> sh) & ((1u << w) - 1);
+}
+
+// Decodes block b of the checked chunk at in into out (the chunk's first
+// element); an absent block gives +0.0. False when a sparse block's mask
+// disagrees with its count or has bits past the block.
+template <typename E>
+COMET_HD bool decodeFixedBlock(const uint8_t *in, const FixedView &v,
+                               uint32_t b, uint32_t len, const QuantParams &qp,
+                               uint8_t *out) {
+  const uint32_t i0 = b * kBlockSize, bl = minU32(kBlockSize, len - i0);
+  uint8_t *dst = out + size_t(i0) * E::size;
+  if (!((v.bitmap >> b) & 1)) {
+    for (uint32_t k = 0; k < bl * E::size; ++k)
+      dst[k] = 0;
+    return true;
+  }
+  const uint32_t mode = v.desc[b] >> 5, w = v.desc[b] & 31;
+  const uint8_t *src = in + v.bodies + v.body[b];
+  if (mode == kV2Raw) {
+    for (uint32_t k = 0; k < bl * E::size; ++k)
+      dst[k] = src[k];
+    return true;
+  }
+  if (mode == kV2Dense) {
+    uint32_t acc = 0; // wraps on corrupt input, as the CPU's does
+    for (uint32_t j = 0; j < bl; ++j) {
+      acc += uint32_t(unzigzag(readBits(src, j * w, w)));
+      storeElemLE<E>(dst, j, dequantize<E>(int32_t(acc), qp));
+    }
+    return true;
+  }
+  const uint32_t maskBytes = uint32_t(ceilDiv(bl, 8));
+  uint64_t mask = 0;
+  for (uint32_t k = 0; k < maskBytes; ++k)
+    mask |= uint64_t(src[k]) << (8 * k);
+  if (popcount64(mask) != v.nnz[b] || (bl < 64 && (mask >> bl)))
+    return false;
+  const uint8_t *vals = src + maskBytes;
+  uint32_t k = 0;
+  for (uint32_t j = 0; j < bl; ++j) {
+    int32_t q = 0;
+    if ((mask >> j) & 1) {
+      const uint32_t c = readBits(vals, k++ * w, w);
+      q = mode == kV2SparsePositive ? int32_t(c + 1) : unzigzag(c);
+    }
+    storeElemLE<E>(dst, j, dequantize<E>(q, qp));
+  }
+  return true;
+}
+
+// Writes outlier k of the checked chunk at in over its element in out.
+template <typename E>
+COMET_HD void placeFixedOutlier(const uint8_t *in, const FixedView &v,
+                                uint32_t k, uint8_t *out) {
+  const uint8_t *idx = in + v.idx;
+  const uint32_t i = uint32_t(idx[2 * k]) | uint32_t(idx[2 * k + 1]) << 8;
+  for (uint32_t j = 0; j < E::size; ++j)
+    out[size_t(i) * E::size + j] = in[v.val + E::size * k + j];
+}
+
+// The whole chunk at in (size bytes, len elements) into out, serially:
+// what the CUDA decoder runs with one CTA per chunk (layoutFixedDecode by
+// one thread, the outlier checks and then decodeFixedBlock by a thread per
+// block, placeFixedOutlier after a barrier). Adds its outliers to
+// *numOutliers.
+template <typename E>
+COMET_HD comet_rt_status decodeFixedChunk(const uint8_t *in, uint64_t size,
+                                          uint32_t len, const QuantParams &qp,
+                                          FixedView &v, uint8_t *out,
+                                          uint64_t *numOutliers) {
+  if (size == 0) {
+    for (uint64_t k = 0; k < uint64_t(len) * E::size; ++k)
+      out[k] = 0;
+    return COMET_RT_SUCCESS;
+  }
+  comet_rt_status st = layoutFixedDecode<E>(in, size, len, v);
+  if (st != COMET_RT_SUCCESS)
+    return st;
+  for (uint32_t k = 0; k < v.outliers; ++k)
+    if (!fixedOutlierOk(in, v, k, len))
+      return COMET_RT_ERROR_CORRUPT;
+  const uint32_t nbk = uint32_t(ceilDiv(len, kBlockSize));
+  for (uint32_t b = 0; b < nbk; ++b)
+    if (!decodeFixedBlock<E>(in, v, b, len, qp, out))
+      return COMET_RT_ERROR_CORRUPT;
+  for (uint32_t k = 0; k < v.outliers; ++k)
+    placeFixedOutlier<E>(in, v, k, out);
+  *numOutliers += v.outliers;
+  return COMET_RT_SUCCESS;
+}
+
+// Checks a version 2 sz stream's chunk table (h parsed by parseHeader):
+// every size at most its chunk's worst case, their sum the payload. Fills
+// offsets (h.numBlocks + 1 entries) when given.
+COMET_HD comet_rt_status checkFixedTable(const uint8_t *in, const Header &h,
+                                         uint64_t *offsets) {
+  const uint32_t es = dtypeSize(h.dtype);
+  const uint8_t *table = in + kHeaderSize;
+  uint64_t sum = 0;
+  for (uint64_t c = 0; c < h.numBlocks; ++c) {
+    if (offsets)
+      offsets[c] = sum;
+    const uint64_t len = minU64(kChunkElems, h.n - c * kChunkElems);
+    const uint64_t size = loadU32(table + 4 * c);
+    if (size > worstFixedChunkBytes(len, es))
+      return COMET_RT_ERROR_CORRUPT;
+    sum += size;
+  }
+  if (offsets)
+    offsets[h.numBlocks] = sum;
+  return sum == h.payloadBytes ? COMET_RT_SUCCESS : COMET_RT_ERROR_CORRUPT;
+}
+
+// Why the fixed-width decoder refuses a stream whose header and table
+// check: the first chunk (in stream order) with a mode it does not decode,
+// and that mode; mode 0 when it decodes every chunk.
+struct FixedRefusal {
+  uint64_t chunk = 0;
+  uint32_t mode = 0;
+};
+
+// Host code: the serial composition of the decoder of a whole stream, the
+// CUDA decoder's steps in its order (the header and table, the refusal,
+// every chunk, the outlier total); the host emulation that the tests and
+// the fuzzer check against the CPU decoder. *refusal (when given) names the
+// chunk and mode of a refusal (COMET_RT_ERROR_UNSUPPORTED); a valid stream
+// that is not version 2 sz is unsupported too, with mode 0 (the CUDA
+// codec's version 1 kernel reads those).
+inline comet_rt_status decodeFixedStream(const uint8_t *in, uint64_t inSize,
+                                         uint8_t *out, uint64_t outCapacity,
+                                         FixedRefusal *refusal = nullptr) {
+  Header h;
+  comet_rt_status st = parseHeader(in, inSize, h);
+  if (st != COMET_RT_SUCCESS)
+    return st;
+  const uint32_t es = dtypeSize(h.dtype);
+  if (h.n * es > outCapacity)
+    return COMET_RT_ERROR_BUFFER_TOO_SMALL;
+  if (h.n && !out)
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
+  if (h.codec != COMET_RT_CODEC_SZ || h.version != kFormatVersion)
+    return COMET_RT_ERROR_UNSUPPORTED; // not this decoder's
+  if ((st = checkFixedTable(in, h, nullptr)) != COMET_RT_SUCCESS)
+    return st;
+  const uint8_t *chunks = in + kHeaderSize + 4 * h.numBlocks;
+  uint64_t off = 0;
+  for (uint64_t c = 0; c < h.numBlocks; ++c) {
+    const uint64_t size = loadU32(in + kHeaderSize + 4 * c);
+    if (const uint32_t mode = fixedChunkRefusal(chunks + off, size)) {
+      if (refusal)
+        *refusal = FixedRefusal{c, mode};
+      return COMET_RT_ERROR_UNSUPPORTED;
+    }
+    off += size;
+  }
+  QuantParams qp;
+  quantParams(h.eb, qp); // checked by parseHeader
+  FixedView v;
+  uint64_t outliers = 0;
+  off = 0;
+  for (uint64_t c = 0; c < h.numBlocks; ++c) {
+    const uint64_t size = loadU32(in + kHeaderSize + 4 * c);
+    const uint32_t len = uint32_t(minU64(kChunkElems, h.n - c * kChunkElems));
+    uint8_t *o = out + c * kChunkElems * es;
+    st = h.dtype == COMET_RT_DTYPE_F32
+             ? decodeFixedChunk<F32>(chunks + off, size, len, qp, v, o,
+                                     &outliers)
+         : h.dtype == COMET_RT_DTYPE_F16
+             ? decodeFixedChunk<F16>(chunks + off, size, len, qp, v, o,
+                                     &outliers)
+             : decodeFixedChunk<BF16>(chunks + off, size, len, qp, v, o,
+                                      &outliers);
+    if (st != COMET_RT_SUCCESS)
+      return st;
+    off += size;
+  }
+  return outliers == h.numOutliers ? COMET_RT_SUCCESS : COMET_RT_ERROR_CORRUPT;
 }
 
 } // namespace comet::kernels::format

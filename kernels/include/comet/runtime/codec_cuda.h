@@ -55,10 +55,9 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_async(
     uint64_t *d_out_size, comet_rt_cuda_stream stream);
 
 /* comet_rt_codec_cuda_compress and _async with the format version to write:
- * 1 (what they write), or 2, whose sz streams use the fixed-width block
- * modes only (comet/kernels/CodecFixedChunk.h): the bytes of the CPU encoder
- * under COMET_RT_CODEC_ENTROPY_NONE. The decoder reads version 1 only so
- * far, so version 2 streams are for the CPU to read. */
+ * 1, or 2, whose sz streams use the fixed-width block modes only
+ * (comet/kernels/CodecFixedChunk.h): the bytes of the CPU encoder under
+ * COMET_RT_CODEC_ENTROPY_NONE, which the CUDA decoder reads. */
 COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_version(
     int version, int codec, int dtype, const void *d_data, const uint64_t *dims,
     uint32_t rank, double eb, void *d_out, size_t out_capacity,
@@ -73,7 +72,15 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress_version_async(
  * index are validated on the device; corrupt input gives the status the CPU
  * decoder gives for the same bytes, and no access outside [d_in, d_in +
  * in_size) or [d_out, d_out + out_capacity). Waits for the stream once, to
- * read the status. */
+ * read the status.
+ *
+ * It reads format version 1 and, for sz, version 2 streams in the
+ * fixed-width block modes (what the CUDA encoder and the CPU encoder under
+ * COMET_RT_CODEC_ENTROPY_NONE write). A version 2 stream with a Golomb-Rice
+ * block (modes 4-6) or a coded chunk (mode 7) is refused with
+ * COMET_RT_ERROR_UNSUPPORTED after its header and chunk table check and
+ * before anything is written to d_out; see
+ * comet_rt_codec_cuda_last_unsupported_mode. */
 COMET_RT_API comet_rt_status comet_rt_codec_cuda_decompress(
     const void *d_in, size_t in_size, void *d_out, size_t out_capacity,
     comet_rt_cuda_stream stream);
@@ -83,6 +90,12 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_decompress(
 COMET_RT_API comet_rt_status comet_rt_codec_cuda_decompress_async(
     const void *d_in, size_t in_size, void *d_out, size_t out_capacity,
     int32_t *d_status, comet_rt_cuda_stream stream);
+
+/* After comet_rt_codec_cuda_decompress returned COMET_RT_ERROR_UNSUPPORTED
+ * on this host thread for a version 2 stream: the mode it cannot decode in
+ * the stream's first chunk that has one (4 Rice Lorenzo, 5 Rice plain, 6
+ * Rice 2-D Lorenzo, 7 a coded chunk); else 0. */
+COMET_RT_API int comet_rt_codec_cuda_last_unsupported_mode(void);
 
 #ifdef __cplusplus
 }
