@@ -101,28 +101,43 @@ Primitive bwdWeightsPrimitive(const ConvShape &s, bool bias) {
   });
 }
 
+/// The workspace of dW (and dB) over groups of mk output channels (0: all
+/// at once): a group's scratchpad and its copy of dY.
+size_t weightGradWorkspace(const ConvShape &s, bool bias, int64_t mk) {
+  if (mk == 0)
+    return bwdWeightsPrimitive(s, bias).scratchpad.get_size();
+  return bwdWeightsPrimitive(withOutChannels(s, mk), bias)
+             .scratchpad.get_size() +
+         sizeof(float) * size_t(s.n * mk * s.oh * s.ow);
+}
+
 /// dW (and dB) over groups of mk output channels, each from a dense copy of
 /// its channels of dY, which oneDNN's gemm convolution needs (a strided
 /// view of them falls to its reference kernel). oneDNN's weight-gradient
 /// scratchpad grows with the output channels and the threads, not with the
 /// batch (ResNet-18's 512-channel 3x3 takes 77.3 MB at 2 threads, for any
 /// batch of 8 or more), so the channels are what is split. Halves mk until
-/// a group's scratchpad and copy fit `limit`, or mk is 1; 0 when the whole
-/// convolution fits.
+/// a group's scratchpad and copy fit `limit`; when none does, the group
+/// that takes least, if it takes less than the whole (a small group can
+/// take more: its im2col does not shrink, and oneDNN may parallelize it
+/// otherwise). 0: the whole convolution at once.
 int64_t outChannelGroup(const ConvShape &s, bool bias, int64_t limit) {
-  auto bytes = [&](int64_t mk) {
-    size_t copy = mk == s.m ? 0 : size_t(s.n * mk * s.oh * s.ow) * 4;
-    return bwdWeightsPrimitive(withOutChannels(s, mk), bias)
-               .scratchpad.get_size() +
-           copy;
-  };
-  if (limit <= 0 || s.group != 1 || bytes(s.m) <= size_t(limit))
+  size_t whole = weightGradWorkspace(s, bias, 0);
+  if (limit <= 0 || s.group != 1 || whole <= size_t(limit))
     return 0;
-  int64_t mk = s.m;
-  do
+  int64_t best = 0;
+  size_t least = whole;
+  for (int64_t mk = s.m; mk > 1;) {
     mk = (mk + 1) / 2;
-  while (mk > 1 && bytes(mk) > size_t(limit));
-  return mk;
+    size_t bytes = weightGradWorkspace(s, bias, mk);
+    if (bytes < least) {
+      best = mk;
+      least = bytes;
+    }
+    if (bytes <= size_t(limit))
+      break;
+  }
+  return best;
 }
 
 } // namespace
@@ -162,10 +177,7 @@ int64_t convGrad2dWorkspace(comet_rt_context *ctx, const conv_grad2d_args &a) {
       bool bias = a.db.present;
       int64_t mk =
           outChannelGroup(s, bias, comet_rt_context_workspace_limit(ctx));
-      size_t w = mk == 0 ? bwdWeightsPrimitive(s, bias).scratchpad.get_size()
-                         : bwdWeightsPrimitive(withOutChannels(s, mk), bias)
-                                   .scratchpad.get_size() +
-                               sizeof(float) * size_t(s.n * mk * s.oh * s.ow);
+      size_t w = weightGradWorkspace(s, bias, mk);
       most = std::max(most, w);
     }
     bytes = int64_t(most);
