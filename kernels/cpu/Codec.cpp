@@ -648,6 +648,10 @@ using format::kV2RicePlain;
 using format::kV2SparsePositive;
 using format::kV2SparseSigned;
 
+// Chunks per thread that the encoder stages at a time when the output is
+// smaller than the worst case (about 0.5 MiB per thread for f32).
+constexpr uint64_t kWaveChunks = 32;
+
 // The instruction set of the encoder's hot loops; the bytes never depend
 // on it.
 std::atomic<int> gIsa{COMET_RT_CODEC_ISA_AUTO};
@@ -2200,60 +2204,70 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
   h.blockSize = kBlockSize;
   h.numBlocks = nc;
   h.numSparse = kChunkBlocks;
-  // Chunk c is staged at c * slot; the last may be shorter, so the staging
-  // area is exactly the worst-case stream.
+  // With a worst-case output, chunk c is staged at c * slot in it (the last
+  // may be shorter, so the staging area fits) and all chunks are encoded in
+  // one parallel loop. A smaller output gets no worst-case scratch: chunks
+  // are encoded a wave at a time into a staging area of a few chunks per
+  // thread and appended while they fit; past the capacity they are only
+  // sized, so that a too-small output still reports the stream's size.
   const uint64_t slot = worstChunkBytes(kChunkElems, E::size);
   const uint64_t worst = maxCompressedSize(COMET_RT_CODEC_SZ, h.dtype, n);
-  // Chunks are staged at their worst-case offsets, in the output when it is
-  // large enough, else in a scratch buffer, and then moved down.
-  std::unique_ptr<uint8_t[]> scratch;
-  uint8_t *base = out;
-  if (outCapacity < worst) {
-    scratch.reset(new (std::nothrow) uint8_t[worst]);
-    if (!scratch)
+  const int nt = numThreads();
+  const bool inPlace = outCapacity >= worst;
+  const uint64_t wave =
+      inPlace ? nc : std::min<uint64_t>(nc, uint64_t(nt) * kWaveChunks);
+  const uint64_t tableEnd = kHeaderSize + 4 * nc;
+  std::unique_ptr<uint8_t[]> stage;
+  if (!inPlace) {
+    stage.reset(new (std::nothrow) uint8_t[wave ? wave * slot : 1]);
+    if (!stage)
       return COMET_RT_ERROR_OUT_OF_MEMORY;
-    base = scratch.get();
   }
-  std::unique_ptr<uint64_t[]> sizes(new (std::nothrow) uint64_t[nc ? nc : 1]);
-  std::unique_ptr<uint64_t[]> outs(new (std::nothrow) uint64_t[nc ? nc : 1]);
+  uint8_t *staging = inPlace ? out + tableEnd : stage.get();
+  std::unique_ptr<uint64_t[]> sizes(new (std::nothrow)
+                                        uint64_t[wave ? wave : 1]);
+  std::unique_ptr<uint64_t[]> outs(new (std::nothrow)
+                                       uint64_t[wave ? wave : 1]);
   if (!sizes || !outs)
     return COMET_RT_ERROR_OUT_OF_MEMORY;
-  uint8_t *staging = base + kHeaderSize + 4 * nc;
   const Grid g = gridOf(h);
   auto encode = encodeChunkBaseline<E>;
 #if defined(COMET_CODEC_HAVE_AVX2)
   if (useAvx2())
     encode = encodeChunkAvx2<E>;
 #endif
-  const int nt = numThreads();
   const int entropy = gEntropy.load(std::memory_order_relaxed);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nc > 1)
-  for (int64_t c = 0; c < int64_t(nc); ++c) {
-    uint64_t len =
-        std::min<uint64_t>(kChunkElems, n - uint64_t(c) * kChunkElems);
-    outs[c] = 0;
-    sizes[c] = encode(x + uint64_t(c) * kChunkElems * E::size, len, qp,
-                      staging + uint64_t(c) * slot, &outs[c],
-                      uint64_t(c) * kChunkElems, g, entropy);
-  }
-  uint8_t *table = base + kHeaderSize, *dst = staging;
-  uint64_t payload = 0, numOutliers = 0;
-  for (uint64_t c = 0; c < nc; ++c) {
-    if (dst != staging + c * slot)
-      std::memmove(dst, staging + c * slot, sizes[c]);
-    dst += sizes[c];
-    storeLE<uint32_t>(table + 4 * c, uint32_t(sizes[c]));
-    payload += sizes[c];
-    numOutliers += outs[c];
+  uint64_t pos = tableEnd, payload = 0, numOutliers = 0;
+  bool fits = tableEnd <= outCapacity;
+  for (uint64_t c0 = 0; c0 < nc; c0 += wave) {
+    const uint64_t wn = std::min(wave, nc - c0);
+#pragma omp parallel for num_threads(nt) schedule(static) if (wn > 1)
+    for (int64_t i = 0; i < int64_t(wn); ++i) {
+      uint64_t c = c0 + uint64_t(i);
+      uint64_t len = std::min<uint64_t>(kChunkElems, n - c * kChunkElems);
+      outs[i] = 0;
+      sizes[i] = encode(x + c * kChunkElems * E::size, len, qp,
+                        staging + uint64_t(i) * slot, &outs[i], c * kChunkElems,
+                        g, entropy);
+    }
+    for (uint64_t i = 0; i < wn; ++i) {
+      fits = fits && pos + sizes[i] <= outCapacity;
+      if (fits) {
+        // In place, a chunk only moves down (pos <= its staging offset).
+        if (out + pos != staging + i * slot)
+          std::memmove(out + pos, staging + i * slot, sizes[i]);
+        storeLE<uint32_t>(out + kHeaderSize + 4 * (c0 + i), uint32_t(sizes[i]));
+      }
+      pos += sizes[i];
+      payload += sizes[i];
+      numOutliers += outs[i];
+    }
   }
   h.payloadBytes = payload;
   h.numOutliers = numOutliers;
-  const uint64_t total = kHeaderSize + 4 * nc + payload;
-  *outSize = size_t(total);
-  if (total > outCapacity)
+  *outSize = size_t(pos);
+  if (!fits)
     return COMET_RT_ERROR_BUFFER_TOO_SMALL;
-  if (base != out)
-    std::memcpy(out + kHeaderSize, base + kHeaderSize, total - kHeaderSize);
   encodeHeader(h, out);
   return COMET_RT_SUCCESS;
 }
@@ -2618,8 +2632,9 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
                                 const void *data, const uint64_t *dims,
                                 uint32_t rank, double eb, void *out,
                                 size_t outCapacity, size_t *outSize) {
-  if (!outSize || !out || (rank && !dims) || rank > COMET_RT_CODEC_MAX_RANK ||
-      !validCodec(codec) || !validDtype(dtype) ||
+  if (!outSize || (!out && outCapacity) || (rank && !dims) ||
+      rank > COMET_RT_CODEC_MAX_RANK || !validCodec(codec) ||
+      !validDtype(dtype) ||
       (version != format::kFormatVersion1 && version != format::kFormatVersion))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
   *outSize = 0;

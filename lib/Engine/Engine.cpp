@@ -396,6 +396,40 @@ Engine::Impl::budgetOptions(ModuleOp specialized,
          " sz-ratio=" + std::string(ratio);
 }
 
+/// The workspace ctx's backend reports for a ConvGrad of the specialized
+/// graph; 0 when its shapes are not static or the backend cannot say.
+static int64_t convGradWorkspace(comet_rt_context *ctx,
+                                 comet::onnx::ConvGradOp o) {
+  auto dims = [](Value v, int64_t out[4]) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    if (!t || t.getRank() != 4 || !t.hasStaticShape())
+      return false;
+    llvm::copy(t.getShape(), out);
+    return true;
+  };
+  int64_t x[4], w[4], dy[4];
+  StringRef autoPad = o.getAutoPad();
+  if (!dims(o.getX(), x) || !dims(o.getW(), w) || !dims(o.getDY(), dy) ||
+      (autoPad != "NOTSET" && autoPad != "VALID"))
+    return 0;
+  // The window as the lowering passes it (ConvLowering's windowArgs).
+  SmallVector<int64_t> p = {0, 0, 0, 0}, s = {1, 1}, d = {1, 1};
+  if (auto pads = o.getPads(); pads && pads->size() == 4 && autoPad == "NOTSET")
+    p.assign(pads->begin(), pads->end());
+  if (auto st = o.getStrides(); st && st->size() == 2)
+    s.assign(st->begin(), st->end());
+  if (auto dl = o.getDilations(); dl && dl->size() == 2)
+    d.assign(dl->begin(), dl->end());
+  auto present = [](Value v) { return v && !isa<NoneType>(v.getType()); };
+  int32_t outputs = (present(o.getDX()) ? COMET_RT_CONV_GRAD_DX : 0) |
+                    (present(o.getDW()) ? COMET_RT_CONV_GRAD_DW : 0) |
+                    (present(o.getDB()) ? COMET_RT_CONV_GRAD_DB : 0);
+  int64_t bytes = comet_rt_conv_grad2d_workspace(ctx, x, w, dy, s[0], s[1],
+                                                 p[0], p[1], p[2], p[3], d[0],
+                                                 d[1], o.getGroup(), outputs);
+  return std::max<int64_t>(bytes, 0);
+}
+
 Error Engine::compile(const EngineOptions &options) {
   Impl &I = *impl;
   if (I.compiled)
@@ -404,6 +438,11 @@ Error Engine::compile(const EngineOptions &options) {
     return err("the batch size must be positive");
   I.opts = options;
   comet_rt_context_set_seed(I.trainer.context(), options.seed);
+  if (options.workspaceLimit < 0)
+    return err("the workspace limit must be 0 (none) or positive, not " +
+               std::to_string(options.workspaceLimit));
+  comet_rt_context_set_workspace_limit(I.trainer.context(),
+                                       options.workspaceLimit);
   OwningOpRef<ModuleOp> m = I.source->clone();
   if (options.returnDropoutMasks)
     I.returnDropoutMasks(*m);
@@ -479,6 +518,13 @@ Error Engine::compile(const EngineOptions &options) {
     for (Attribute a : rec.getAs<ArrayAttr>("not_selected"))
       bc.notSelected.push_back(cast<StringAttr>(a).str());
   }
+  // What the graph does not see at a step: the workspace its kernel takes,
+  // as the context's backend reports it for a ConvGrad (under the
+  // workspace limit); other kernels' scratchpads are left out.
+  pred.workspace.assign(pred.numSteps, 0);
+  for (auto [step, op] : llvm::enumerate(liveness.getSchedule()))
+    if (auto cg = dyn_cast<comet::onnx::ConvGradOp>(op))
+      pred.workspace[step] = convGradWorkspace(I.trainer.context(), cg);
   for (const ValueInfo &vi : liveness.getValues()) {
     bool returned = llvm::any_of(
         vi.uses, [](const ValueUse &u) { return isa<func::ReturnOp>(u.user); });

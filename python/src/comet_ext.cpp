@@ -657,6 +657,8 @@ public:
     d["peak_bytes"] = s.peakBytes;
     d["tensor_peak_bytes"] = s.tensorPeakBytes;
     d["predicted_peak_bytes"] = s.predictedPeakBytes;
+    d["predicted_tensor_peak_bytes"] = s.predictedTensorPeakBytes;
+    d["predicted_workspace_bytes"] = s.predictedWorkspaceBytesAtPeak;
     d["activation_bytes_uncompressed"] = s.activationBytesUncompressed;
     d["activation_bytes_compressed"] = s.activationBytesCompressed;
     d["compression_ratio"] = s.activationBytesCompressed > 0

@@ -301,6 +301,16 @@ void comet_rt_alloc_get_stats(comet_rt_context *ctx,
   *stats = acc.stats;
 }
 
+void comet_rt_context_set_workspace_limit(comet_rt_context *ctx,
+                                          int64_t bytes) {
+  if (bytes >= 0)
+    resolve(ctx)->workspaceLimit.store(bytes, std::memory_order_relaxed);
+}
+
+int64_t comet_rt_context_workspace_limit(comet_rt_context *ctx) {
+  return resolve(ctx)->workspaceLimit.load(std::memory_order_relaxed);
+}
+
 void comet_rt_alloc_reset_peaks(comet_rt_context *ctx) {
   comet::rt::Accounting &acc = resolve(ctx)->alloc;
   std::lock_guard<std::mutex> lock(acc.mutex);

@@ -57,6 +57,8 @@ struct comet_rt_context {
   comet::rt::Accounting alloc;
   /// 1 for the creator, plus one per live block.
   std::atomic<int64_t> refs{1};
+  /// comet_rt_context_set_workspace_limit's bytes (0: none).
+  std::atomic<int64_t> workspaceLimit{COMET_RT_DEFAULT_WORKSPACE_LIMIT};
 
   /// The device whose backend runs this context's kernels (the dispatcher
   /// picks its table by deviceKind) and, for a device context, the memory

@@ -142,6 +142,11 @@ struct Backend {
   /// false when h is not a live handle of this backend.
   bool (*handleInfo)(comet_rt_context *ctx, int64_t h,
                      HandleInfo &out) = nullptr;
+  /// The most workspace conv_grad2d takes at once for a's shapes and
+  /// present outputs (its data is not read; the geometry is checked);
+  /// null: the backend cannot say.
+  int64_t (*convGrad2dWorkspace)(comet_rt_context *ctx,
+                                 const conv_grad2d_args &a) = nullptr;
 };
 
 /// The state of one dispatched call: the entry, the context's backend, and

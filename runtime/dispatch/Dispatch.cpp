@@ -9,8 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Backends.h"
+#include "Checks.h"
 #include "Context.h"
 #include "Contract.h"
+#include "comet/runtime/alloc.h"
 
 namespace comet::rt {
 
@@ -23,6 +25,63 @@ const Backend &backendFor(const comet_rt_context *ctx) {
 }
 
 } // namespace comet::rt
+
+extern "C" int64_t comet_rt_conv_grad2d_workspace(
+    comet_rt_context *ctx, const int64_t xDims[4], const int64_t wDims[4],
+    const int64_t dyDims[4], int64_t strideH, int64_t strideW, int64_t padTop,
+    int64_t padLeft, int64_t padBottom, int64_t padRight, int64_t dilationH,
+    int64_t dilationW, int64_t group, int32_t outputs) {
+  using namespace comet::rt;
+  ctx = resolve(ctx);
+  const Backend &b = backendFor(ctx);
+  Call c(ctx, Entry::conv_grad2d, b);
+  if (!xDims || !wDims || !dyDims) {
+    c.fail("the workspace query needs the dims of x, w and dy");
+    return -1;
+  }
+  conv_grad2d_args a;
+  auto shape = [](Tensor &t, const char *name, const int64_t *dims,
+                  bool present) {
+    t.name = name;
+    t.elemBytes = 4;
+    t.dims.assign(dims, dims + 4);
+    t.present = present;
+  };
+  shape(a.x, "x", xDims, true);
+  shape(a.w, "w", wDims, true);
+  shape(a.dy, "dy", dyDims, true);
+  shape(a.dx, "dx", xDims, outputs & COMET_RT_CONV_GRAD_DX);
+  shape(a.dw, "dw", wDims, outputs & COMET_RT_CONV_GRAD_DW);
+  int64_t m[1] = {wDims[0]};
+  a.db.name = "db";
+  a.db.elemBytes = 4;
+  a.db.dims.assign(m, m + 1);
+  a.db.present = outputs & COMET_RT_CONV_GRAD_DB;
+  a.stride_h = strideH;
+  a.stride_w = strideW;
+  a.pad_top = padTop;
+  a.pad_left = padLeft;
+  a.pad_bottom = padBottom;
+  a.pad_right = padRight;
+  a.dilation_h = dilationH;
+  a.dilation_w = dilationW;
+  a.group = group;
+  if (checks::convShape(c, a.x, a.w, a.dy, strideH, strideW, padTop, padLeft,
+                        padBottom, padRight, dilationH, dilationW,
+                        group) != COMET_RT_SUCCESS)
+    return -1;
+  for (const int64_t *d : {xDims, wDims})
+    for (int i = 0; i < 4; ++i)
+      if (d[i] <= 0) {
+        c.fail("the workspace query needs positive dims");
+        return -1;
+      }
+  if (!b.convGrad2dWorkspace) {
+    c.fail("the ", b.name, " backend does not report its workspace");
+    return -1;
+  }
+  return b.convGrad2dWorkspace(ctx, a);
+}
 
 // abi.def's argument lists, `COMET_RT_ARG(k, n) ...`, become the list
 // `_, (k, n), (k, n), ...`; COMET_RT_MAP applies a macro to each pair (24 at

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "comet/driver/CompiledStep.h"
 #include "comet/driver/Coverage.h"
+#include "comet/runtime/alloc.h"
 
 #include <cstring>
 #include <dlfcn.h>
@@ -126,6 +127,8 @@ std::string CompiledStep::bind(Trainer &trainer, float learningRate,
     pred.intervals.push_back(
         {iv.start, iv.end, iv.bytes, iv.sz_tensor_bytes, iv.activation != 0});
   }
+  pred.workspace.assign(p.workspace, p.workspace + p.num_workspace);
+  comet_rt_context_set_workspace_limit(trainer.context(), p.workspace_limit);
   trainer.setPrediction(std::move(pred));
   OptimizerConfig c;
   c.kind = p.optimizer;

@@ -708,7 +708,7 @@ EngineStats Trainer::stats() const {
   if (!prediction.valid)
     return s;
   s.measuredTimeline = timeline;
-  s.predictedPeakBytes = stateBytes;
+  s.predictedPeakBytes = s.predictedTensorPeakBytes = stateBytes;
   if (szOut > 0)
     szRatio = double(szIn) / szOut;
   // A sweep over difference arrays: O(#steps + #intervals).
@@ -729,18 +729,25 @@ EngineStats Trainer::stats() const {
       dAct[e + 1] -= bytes;
     }
   }
-  int64_t total = 0, act = 0, peak = 0, actAtPeak = 0;
+  int64_t total = 0, act = 0, peak = 0, actAtPeak = 0, wsAtPeak = 0,
+          tensorPeak = 0;
   for (int64_t t = 0; t < n; ++t) {
     total += dTotal[t];
     act += dAct[t];
     s.predictedTimeline.push_back(total + stateBytes);
-    if (total > peak || t == 0) {
-      peak = total;
+    tensorPeak = t == 0 ? total : std::max(tensorPeak, total);
+    int64_t ws =
+        t < int64_t(prediction.workspace.size()) ? prediction.workspace[t] : 0;
+    if (total + ws > peak || t == 0) {
+      peak = total + ws;
       actAtPeak = act;
+      wsAtPeak = ws;
     }
   }
   s.predictedPeakBytes = peak + stateBytes;
   s.predictedActivationBytesAtPeak = actAtPeak;
+  s.predictedWorkspaceBytesAtPeak = wsAtPeak;
+  s.predictedTensorPeakBytes = tensorPeak + stateBytes;
   return s;
 }
 

@@ -621,6 +621,8 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   r.accuracy >= 0 ? j.value(r.testLoss) : j.null();
   j.member("peak_bytes", st.peakBytes);
   j.member("predicted_peak_bytes", st.predictedPeakBytes);
+  j.member("predicted_tensor_peak_bytes", st.predictedTensorPeakBytes);
+  j.member("predicted_workspace_bytes", st.predictedWorkspaceBytesAtPeak);
   j.key("memory_budget");
   if (st.budget.bytes > 0) {
     // The choice made when compiling, and how it turned out.

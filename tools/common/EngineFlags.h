@@ -76,6 +76,14 @@ struct EngineFlags {
                        llvm::cl::desc("The sz compression ratio a memory "
                                       "budget assumes"),
                        llvm::cl::init(3.0), llvm::cl::cat(cat)),
+        workspaceLimit(
+            "workspace-limit",
+            llvm::cl::desc("The kernel workspace one call may take: a "
+                           "convolution's weight gradient beyond it runs "
+                           "over groups of output channels (bytes, or with "
+                           "a KiB, MiB or GiB suffix; 0: no limit; default: "
+                           "the runtime's, 16 MiB)"),
+            llvm::cl::init(""), llvm::cl::cat(cat)),
         weightsPath("weights",
                     llvm::cl::desc("Initial weights: an ORT checkpoint, or "
                                    "an .onnx file's initializers; default: "
@@ -92,6 +100,7 @@ struct EngineFlags {
   llvm::cl::list<std::string> compressOnly, compressExcept;
   llvm::cl::opt<std::string> memoryBudget;
   llvm::cl::opt<double> assumedSzRatio;
+  llvm::cl::opt<std::string> workspaceLimit;
   llvm::cl::opt<std::string> weightsPath;
   llvm::cl::opt<std::string> dumpIR;
 
@@ -110,12 +119,24 @@ struct EngineFlags {
       return "--memory-budget needs --compress static or adaptive";
     if (!memoryBudget.empty() && !(assumedSzRatio >= 1.0))
       return "--assumed-sz-ratio must be at least 1";
+    if (!workspaceLimit.empty() && bytesOf(workspaceLimit) < 0)
+      return "--workspace-limit: '" + workspaceLimit +
+             "' is not a size (e.g. 16MiB, 0 for none)";
     return "";
   }
 
   /// --memory-budget in bytes: 0 when absent, -1 when malformed.
   int64_t budgetBytes() const {
-    llvm::StringRef s = llvm::StringRef(memoryBudget).trim();
+    if (llvm::StringRef(memoryBudget).trim().empty())
+      return 0;
+    int64_t n = bytesOf(memoryBudget);
+    return n <= 0 ? -1 : n;
+  }
+
+  /// A size in bytes, or with a KiB, MiB or GiB suffix: 0 when empty, -1
+  /// when malformed.
+  static int64_t bytesOf(llvm::StringRef text) {
+    llvm::StringRef s = text.trim();
     if (s.empty())
       return 0;
     int64_t unit = 1;
@@ -127,8 +148,7 @@ struct EngineFlags {
         break;
       }
     uint64_t n = 0;
-    if (s.trim().getAsInteger(10, n) || n == 0 ||
-        n > uint64_t(INT64_MAX) / unit)
+    if (s.trim().getAsInteger(10, n) || n > uint64_t(INT64_MAX) / unit)
       return -1;
     return static_cast<int64_t>(n) * unit;
   }
@@ -147,6 +167,8 @@ struct EngineFlags {
                              std::string(key) + llvm::join(*list, ",");
     o.memoryBudget = std::max<int64_t>(budgetBytes(), 0);
     o.assumedSzRatio = assumedSzRatio;
+    if (!workspaceLimit.empty())
+      o.workspaceLimit = std::max<int64_t>(bytesOf(workspaceLimit), 0);
     o.optimizerPath = optimizerPath;
     o.weightsPath = weightsPath;
     o.dumpLoweredIRPath = dumpIR;

@@ -23,6 +23,7 @@
 
 #include "comet/Import/Checkpoint.h"
 #include "comet/driver/Trainer.h"
+#include "comet/runtime/alloc.h"
 #include "comet/runtime/context.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -99,6 +100,12 @@ struct EngineOptions {
   std::string device = "cpu";
   /// Seed of the engine's random stream (Dropout masks).
   uint64_t seed = 0;
+  /// The workspace one kernel call may take, in bytes (the engine's
+  /// context's comet_rt_context_set_workspace_limit; 0: none): a
+  /// convolution's weight gradient whose scratchpad would pass it runs over
+  /// groups of output channels. The predicted peak counts each ConvGrad's
+  /// workspace as the backend reports it under this limit.
+  int64_t workspaceLimit = COMET_RT_DEFAULT_WORKSPACE_LIMIT;
   /// Makes every Dropout mask of the training graph an extra result, for
   /// dropoutMasks() (a debugging aid: returned masks are not compressed).
   bool returnDropoutMasks = false;

@@ -48,49 +48,63 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
   if (siteBegin(ctx, op, codec, slot, site, eb, prevOut) != COMET_RT_SUCCESS)
     return 0;
   std::vector<uint64_t> dims(shape.begin(), shape.end());
-  size_t worst = comet_rt_codec_max_compressed_size(codec, COMET_RT_DTYPE_F32,
-                                                    static_cast<uint64_t>(n));
-  // Compress into a scratch block first, sized from this site's last stream
-  // (retrying at the worst case), then keep exactly the stream's bytes: the
-  // scratch is counted as workspace while it lives.
-  size_t guess =
-      prevOut > 0 ? std::min(worst, size_t(prevOut) * 5 / 4 + 4096) : worst;
+  auto encode = [&](void *out, size_t cap, size_t &size) {
+    return comet_rt_codec_compress(codec, COMET_RT_DTYPE_F32, data, dims.data(),
+                                   static_cast<uint32_t>(dims.size()), eb, out,
+                                   cap, &size);
+  };
+  auto oom = [&] {
+    fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
+    return 0;
+  };
+  // The handle keeps exactly the stream's bytes. With this site's last
+  // stream (an sz site after its first step) the stream goes to a scratch
+  // block a little larger than that one, counted as workspace while it
+  // lives, and is copied into the handle. Without one (a first step; raw
+  // and mask, whose size is known), or when that block is too small, the
+  // codec gives the exact size and the stream is made in the handle: a
+  // worst-case scratch would be the tensor's size, and at the stem of an
+  // image model the step's largest temporary.
   size_t outSize = 0;
   comet_rt_status st = COMET_RT_ERROR_BUFFER_TOO_SMALL;
-  void *scratch = nullptr;
-  for (size_t cap : {guess, worst}) {
-    scratch = comet_rt_alloc(ctx, cap, COMET_RT_MEM_WORKSPACE);
-    if (!scratch) {
-      fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
-      return 0;
+  HandleHeader *hdr = nullptr;
+  if (codec == COMET_RT_CODEC_SZ && prevOut > 0) {
+    size_t worst = comet_rt_codec_max_compressed_size(codec, COMET_RT_DTYPE_F32,
+                                                      static_cast<uint64_t>(n));
+    size_t guess = std::min(worst, size_t(prevOut) * 17 / 16 + 4096);
+    void *scratch = comet_rt_alloc(ctx, guess, COMET_RT_MEM_WORKSPACE);
+    if (!scratch)
+      return oom();
+    st = encode(scratch, guess, outSize);
+    if (st == COMET_RT_SUCCESS) {
+      hdr = static_cast<HandleHeader *>(comet_rt_alloc(
+          ctx, sizeof(HandleHeader) + outSize, COMET_RT_MEM_COMPRESSED));
+      if (hdr)
+        std::memcpy(hdr + 1, scratch, outSize);
     }
-    st = comet_rt_codec_compress(codec, COMET_RT_DTYPE_F32, data, dims.data(),
-                                 static_cast<uint32_t>(dims.size()), eb,
-                                 scratch, cap, &outSize);
-    if (st != COMET_RT_ERROR_BUFFER_TOO_SMALL || cap == worst)
-      break;
     comet_rt_free(scratch);
-    scratch = nullptr;
+    if (st == COMET_RT_SUCCESS && !hdr)
+      return oom();
+  } else {
+    st = encode(nullptr, 0, outSize);
+  }
+  if (st == COMET_RT_ERROR_BUFFER_TOO_SMALL) {
+    hdr = static_cast<HandleHeader *>(comet_rt_alloc(
+        ctx, sizeof(HandleHeader) + outSize, COMET_RT_MEM_COMPRESSED));
+    if (!hdr)
+      return oom();
+    st = encode(hdr + 1, outSize, outSize);
   }
   if (st != COMET_RT_SUCCESS) {
-    comet_rt_free(scratch);
+    comet_rt_free(hdr);
     fail(st, concat(op, ": ", comet_rt_status_string(st)));
     return 0;
   }
   size_t total = sizeof(HandleHeader) + outSize;
-  auto *hdr = static_cast<HandleHeader *>(
-      comet_rt_alloc(ctx, total, COMET_RT_MEM_COMPRESSED));
-  if (!hdr) {
-    comet_rt_free(scratch);
-    fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
-    return 0;
-  }
   hdr->magic = kHandleMagic;
   hdr->streamBytes = static_cast<int64_t>(outSize);
   hdr->numElements = n;
   hdr->site = site;
-  std::memcpy(hdr + 1, scratch, outSize);
-  comet_rt_free(scratch);
   siteRecord(ctx, site, codec, slot, eb, bytesIn, static_cast<int64_t>(total));
   ctx->trackStepBlock(hdr, /*isHandle=*/true);
   ok();

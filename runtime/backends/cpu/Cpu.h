@@ -20,6 +20,8 @@ namespace comet::rt::cpu {
 const Backend &table();
 /// What the contract's handle checks ask about a CPU handle (Codec.cpp).
 bool handleInfo(comet_rt_context *ctx, int64_t h, HandleInfo &out);
+/// Backend::convGrad2dWorkspace (Conv.cpp).
+int64_t convGrad2dWorkspace(comet_rt_context *ctx, const conv_grad2d_args &a);
 
 #define COMET_RT_ARG(kind, name)
 #define COMET_RT_FUNC(name, ret, args) COMET_RT_DECLARE_RUN(name, ret)

@@ -15,6 +15,7 @@ const Backend &table() {
     t.name = "cpu";
     t.device = COMET_RT_DEVICE_CPU;
     t.handleInfo = &handleInfo;
+    t.convGrad2dWorkspace = &convGrad2dWorkspace;
 #define COMET_RT_ARG(kind, name)
 #define COMET_RT_FUNC(name, ret, args)                                         \
   if constexpr (!IsHost<Entry::name>::value)                                   \

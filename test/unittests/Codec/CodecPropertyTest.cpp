@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -221,6 +222,61 @@ TEST(CodecSz, ShapesKeepGuaranteesAndBytes) {
     }
   }
   comet_rt_codec_set_num_threads(0);
+}
+
+// Below the worst-case size the encoder stages a few chunks per thread; a
+// too-small output must report the exact size without writing past its
+// capacity, and that size must then hold the same bytes as a worst-case
+// output (the runtime sizes compressed handles this way). 1.3 Mi values
+// cross several waves of chunks at 1 and 3 threads.
+TEST(CodecSz, SmallOutputsGiveTheExactSize) {
+  const uint64_t n = 1300000;
+  std::vector<float> x = makeData(Dist::Relu50, Mag::Unit, n, true, 77);
+  const size_t worst = comet_rt_codec_max_compressed_size(
+      COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, n);
+  for (int version : {1, 2})
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE("version " + std::to_string(version) + ", " +
+                   std::to_string(threads) + " threads");
+      comet_rt_codec_set_num_threads(threads);
+      auto compressInto = [&](void *out, size_t cap, size_t &size) {
+        return comet_rt_codec_compress_version(version, COMET_RT_CODEC_SZ,
+                                               COMET_RT_DTYPE_F32, x.data(), &n,
+                                               1, 1e-3, out, cap, &size);
+      };
+      std::vector<uint8_t> ref(worst);
+      size_t refSize = 0;
+      ASSERT_EQ(compressInto(ref.data(), worst, refSize), COMET_RT_SUCCESS);
+      ref.resize(refSize);
+      ASSERT_LT(refSize, worst / 2);
+      size_t size = 0;
+      EXPECT_EQ(compressInto(nullptr, 0, size),
+                COMET_RT_ERROR_BUFFER_TOO_SMALL);
+      EXPECT_EQ(size, refSize);
+      for (size_t cap : {size_t(0), size_t(100), refSize / 2, refSize - 1,
+                         refSize, refSize + 4096, worst - 1}) {
+        SCOPED_TRACE("capacity " + std::to_string(cap));
+        std::vector<uint8_t> out(cap + 64, 0xAB);
+        size = 0;
+        comet_rt_status st = compressInto(out.data(), cap, size);
+        EXPECT_EQ(size, refSize);
+        for (size_t i = cap; i < out.size(); ++i)
+          ASSERT_EQ(out[i], 0xAB) << "written past the capacity at " << i;
+        if (cap < refSize) {
+          EXPECT_EQ(st, COMET_RT_ERROR_BUFFER_TOO_SMALL);
+        } else {
+          ASSERT_EQ(st, COMET_RT_SUCCESS);
+          EXPECT_TRUE(std::equal(ref.begin(), ref.end(), out.begin()));
+        }
+      }
+    }
+  comet_rt_codec_set_num_threads(0);
+  // raw and mask answer a size query without encoding.
+  size_t size = 0;
+  EXPECT_EQ(comet_rt_codec_compress(COMET_RT_CODEC_MASK, COMET_RT_DTYPE_F32,
+                                    x.data(), &n, 1, 0.0, nullptr, 0, &size),
+            COMET_RT_ERROR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(size, 128 + (n + 7) / 8);
 }
 
 // Zero-preservation is what makes post-ReLU data train: the zeros of x must

@@ -186,6 +186,80 @@ TEST(ConvGrad, MatchesNaiveAdjoint) {
   expectNear(dw2.v, wantDw, 1e-5, "dW only");
 }
 
+// Under a context's workspace limit, dW and dB come from groups of output
+// channels (the last one shorter: 40 channels go 20, 10, 5, 3, 2, 1 as
+// the limit falls) and must match the whole convolution within float rounding,
+// dX exactly (it is not split); the weight gradient's workspace peak must
+// stay under a limit that a group of one channel fits.
+TEST(ConvGrad, OutputChannelGroupsUnderTheWorkspaceLimit) {
+  ConvP p{1, 1, 1, 1, 1, 1, 1, 1, 1};
+  // Small planes and many channels: oneDNN's weight-gradient scratchpad
+  // (a reduction of dW over threads) then grows with the channels.
+  F x = randomF({8, 16, 4, 4}, 31), w = randomF({40, 16, 3, 3}, 32);
+  F dy = randomF({8, 40, 4, 4}, 33);
+  auto run = [&](int64_t limit, F &dx, F &dw, F &db) {
+    comet_rt_context *ctx = comet_rt_context_create();
+    comet_rt_context_set_workspace_limit(ctx, limit);
+    EXPECT_EQ(comet_rt_context_workspace_limit(ctx), limit);
+    EXPECT_EQ(dev::conv_grad2d(ctx, &dy, &x, &w, &dx, &dw, &db, p.sH, p.sW,
+                               p.pT, p.pL, p.pB, p.pR, p.dH, p.dW, p.g),
+              COMET_RT_SUCCESS)
+        << comet_rt_last_error();
+    comet_rt_alloc_stats st;
+    comet_rt_alloc_get_stats(ctx, &st);
+    // What a memory prediction asks beforehand is what the call took.
+    int32_t outputs = (dx.size() ? COMET_RT_CONV_GRAD_DX : 0) |
+                      (dw.size() ? COMET_RT_CONV_GRAD_DW : 0) |
+                      (db.size() ? COMET_RT_CONV_GRAD_DB : 0);
+    EXPECT_EQ(comet_rt_conv_grad2d_workspace(
+                  ctx, x.dims.data(), w.dims.data(), dy.dims.data(), p.sH, p.sW,
+                  p.pT, p.pL, p.pB, p.pR, p.dH, p.dW, p.g, outputs),
+              st.peak[COMET_RT_MEM_WORKSPACE])
+        << comet_rt_last_error();
+    comet_rt_context_destroy(ctx);
+    return st.peak[COMET_RT_MEM_WORKSPACE];
+  };
+  F dx0(x.dims), dw0(w.dims), db0({40});
+  int64_t whole = run(0, dx0, dw0, db0);
+  ASSERT_GT(whole, 0) << "no scratchpad: the test would not split anything";
+  std::vector<double> wantDw(dw0.v.begin(), dw0.v.end()),
+      wantDb(db0.v.begin(), db0.v.end());
+  // A limit below a group of one channel still computes, one at a time.
+  for (int64_t limit : {whole - 1, whole / 2, whole / 4, int64_t(1)}) {
+    SCOPED_TRACE("limit " + std::to_string(limit) + " of " +
+                 std::to_string(whole));
+    F dx(x.dims), dw(w.dims), db({40});
+    int64_t peak = run(limit, dx, dw, db);
+    EXPECT_LT(peak, whole);
+    EXPECT_EQ(dx.v, dx0.v);
+    expectNear(dw.v, wantDw, 1e-5, "dW");
+    expectNear(db.v, wantDb, 1e-5, "dB");
+  }
+  // The weight gradient alone (dX's scratchpad is not split) keeps to it.
+  F n = none(), dw(w.dims), db({40});
+  int64_t wholeDw = run(0, n, dw, db);
+  ASSERT_GT(wholeDw, 0);
+  EXPECT_LE(run(wholeDw / 2, n, dw, db), wholeDw / 2);
+  expectNear(dw.v, wantDw, 1e-5, "dW only");
+  // The query checks the geometry as the call does.
+  std::vector<int64_t> badDy = {8, 40, 5, 4};
+  EXPECT_EQ(comet_rt_conv_grad2d_workspace(
+                nullptr, x.dims.data(), w.dims.data(), badDy.data(), 1, 1, 1, 1,
+                1, 1, 1, 1, 1, COMET_RT_CONV_GRAD_DW),
+            -1);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("expected [8x40x4x4]"),
+            std::string::npos)
+      << comet_rt_last_error();
+  // The default context limit is the documented one.
+  comet_rt_context *ctx = comet_rt_context_create();
+  EXPECT_EQ(comet_rt_context_workspace_limit(ctx),
+            COMET_RT_DEFAULT_WORKSPACE_LIMIT);
+  comet_rt_context_set_workspace_limit(ctx, -5);
+  EXPECT_EQ(comet_rt_context_workspace_limit(ctx),
+            COMET_RT_DEFAULT_WORKSPACE_LIMIT);
+  comet_rt_context_destroy(ctx);
+}
+
 std::vector<double> naiveGemm(const F &a, const F &b, const F *c, int64_t M,
                               int64_t N, int64_t K, bool ta, bool tb,
                               float alpha, float beta) {

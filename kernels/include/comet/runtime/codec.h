@@ -65,7 +65,12 @@ COMET_RT_API void comet_rt_codec_set_num_threads(int num_threads);
 
 /* Compresses the rank-dimensional tensor at data (row-major, dtype elements)
  * into out (capacity out_capacity bytes) and sets *out_size. eb is the
- * absolute error bound of the sz codec and is ignored by raw and mask. */
+ * absolute error bound of the sz codec and is ignored by raw and mask.
+ * When out is too small it returns COMET_RT_ERROR_BUFFER_TOO_SMALL with
+ * *out_size the stream's size, which the same call with the same input
+ * then fits exactly; out may be NULL with out_capacity 0 (a size query,
+ * which for sz costs an encoding). Below the worst-case size the encoder
+ * holds no buffer of the stream's size besides out. */
 COMET_RT_API comet_rt_status comet_rt_codec_compress(
     int codec, int dtype, const void *data, const uint64_t *dims, uint32_t rank,
     double eb, void *out, size_t out_capacity, size_t *out_size);

@@ -181,6 +181,12 @@ struct EngineStats {
   int64_t activationBytesCompressed = 0;
   /// Activation (+ compressed) bytes the analysis predicts at its peak.
   int64_t predictedActivationBytesAtPeak = 0;
+  /// Of predictedPeakBytes, the kernel workspace counted at its step
+  /// (MemoryPrediction::workspace).
+  int64_t predictedWorkspaceBytesAtPeak = 0;
+  /// The predicted peak of the tensors alone (no workspace), what
+  /// tensorPeakBytes measures.
+  int64_t predictedTensorPeakBytes = 0;
   std::vector<SiteStats> sites;
   BudgetChoice budget;
   int64_t steps = 0;
@@ -208,6 +214,10 @@ struct MemoryPrediction {
   bool valid = false;
   int64_t numSteps = 0;
   std::vector<Interval> intervals;
+  /// Per step (empty: none), the kernel workspace the step may take beside
+  /// the intervals' tensors: counted in the predicted peak, not in the
+  /// predicted timeline (which the allocator's tensor timeline matches).
+  std::vector<int64_t> workspace;
   /// The ratio sz handles are sized by until a step measures one.
   double szRatio = 8.0;
   /// With compression off: the bytes compress-activations would store

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define COMET_AOT_ABI_VERSION 4
+#define COMET_AOT_ABI_VERSION 5
 #define COMET_AOT_PROGRAM_SYMBOL "comet_aot_program"
 
 /* One argument of a compiled function, after the runtime context. */
@@ -104,6 +104,14 @@ typedef struct comet_aot_program {
   int64_t candidate_bytes;
   int64_t num_intervals;
   const comet_aot_interval *intervals;
+  /* Per step (num_workspace of them, 0 or num_steps): the kernel workspace
+   * a step takes beside its tensors, as the compiling engine's runtime
+   * reported it (ConvGrad steps; MemoryPrediction::workspace). */
+  int64_t num_workspace;
+  const int64_t *workspace;
+  /* The compiling engine's workspace limit, which the launcher's context
+   * takes (comet_rt_context_set_workspace_limit). */
+  int64_t workspace_limit;
 } comet_aot_program;
 
 #ifdef __cplusplus

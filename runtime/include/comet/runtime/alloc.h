@@ -32,6 +32,9 @@ typedef enum comet_rt_alloc_category {
   COMET_RT_MEM_NUM_CATEGORIES = 7
 } comet_rt_alloc_category;
 
+/* The default of comet_rt_context_set_workspace_limit: 16 MiB. */
+#define COMET_RT_DEFAULT_WORKSPACE_LIMIT (16ll << 20)
+
 /* Alignment of every block comet_rt_alloc returns. */
 #define COMET_RT_ALLOC_ALIGNMENT 64
 
@@ -74,6 +77,34 @@ typedef struct comet_rt_alloc_stats {
   int64_t tensor_current;
   int64_t tensor_peak;
 } comet_rt_alloc_stats;
+
+/* The workspace one kernel call of ctx should take at most, in bytes
+ * (oneDNN's scratchpad and the kernel's own temporaries): a kernel whose
+ * work can be split does it in parts that fit (a convolution's weight
+ * gradient over groups of output channels), as far as it can be split.
+ * Compression's output staging is not bounded by it. 0: no limit. A new
+ * context starts at COMET_RT_DEFAULT_WORKSPACE_LIMIT; negative values are
+ * ignored. */
+COMET_RT_API void comet_rt_context_set_workspace_limit(comet_rt_context *ctx,
+                                                       int64_t bytes);
+COMET_RT_API int64_t comet_rt_context_workspace_limit(comet_rt_context *ctx);
+
+/* Outputs of comet_rt_conv_grad2d_workspace. */
+#define COMET_RT_CONV_GRAD_DX 1
+#define COMET_RT_CONV_GRAD_DW 2
+#define COMET_RT_CONV_GRAD_DB 4
+
+/* The most workspace that conv_grad2d takes at once on ctx's backend, under
+ * ctx's workspace limit, for X, W and dY of these NCHW and OIHW dims, the
+ * window and group, and the outputs (COMET_RT_CONV_GRAD_* bits) present:
+ * what a memory prediction adds at a ConvGrad. -1 with
+ * comet_rt_last_error() saying why when the shapes are not a convolution's
+ * or the backend cannot say. */
+COMET_RT_API int64_t comet_rt_conv_grad2d_workspace(
+    comet_rt_context *ctx, const int64_t x_dims[4], const int64_t w_dims[4],
+    const int64_t dy_dims[4], int64_t stride_h, int64_t stride_w,
+    int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+    int64_t dilation_h, int64_t dilation_w, int64_t group, int32_t outputs);
 
 COMET_RT_API void comet_rt_alloc_get_stats(comet_rt_context *ctx,
                                            comet_rt_alloc_stats *stats);
