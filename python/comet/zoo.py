@@ -554,7 +554,15 @@ def render(results: dict) -> str:
     s = summary(results)
     pct = 100.0 * s["trains"] / max(1, s["models"])
     v = meta.get("versions", {})
-    out = [BEGIN, "",
+    # A sweep still under way (or stopped): the share is of the models swept,
+    # and the ones to go are named, so the table never reads as the zoo's.
+    pending = [n for n in meta.get("listed", []) if n not in results["models"]]
+    partial = []
+    if pending:
+        partial = [f"**Partial sweep: {s['models']} of {len(meta['listed'])} listed "
+                   f"models swept so far**; the share below is of those swept. Not yet "
+                   f"swept: {', '.join(pending)}.", ""]
+    out = [BEGIN, ""] + partial + [
            f"**{s['trains']} of {s['models']} models train ({pct:.1f}%)**; "
            f"{s['exported']} export (torch.onnx.export and generate_artifacts), "
            f"{s['imports']} import into COMET"
@@ -678,6 +686,9 @@ def main(argv=None) -> int:
         return 0
     if a.table:
         results = json.loads(pathlib.Path(a.table).read_text())
+        if "listed" not in results["meta"] and a.only is None:
+            # A sweep's JSON from before the list was kept: torchvision's.
+            results["meta"]["listed"] = list_models(a.python)
         if a.docs:
             write_docs(results, pathlib.Path(a.docs))
         else:
@@ -703,7 +714,7 @@ def main(argv=None) -> int:
     if a.resume and jpath.exists():
         results = json.loads(jpath.read_text())
     results["meta"] = {"command": cmd, "versions": versions(a.python), "sizes": a.sizes,
-                       "mem_gib": a.mem_gib, "batch": BATCH, "steps": STEPS,
+                       "listed": names, "mem_gib": a.mem_gib, "batch": BATCH, "steps": STEPS,
                        "timeouts": {"export": a.timeout_export, "import": a.timeout_import,
                                     "train": a.timeout_train}}
     todo = [n for n in names if n not in results["models"]]

@@ -76,6 +76,21 @@ def test_render_summary_and_groups():
     assert [ln.split("|")[1].strip() for ln in lines] == ["mobilenet_v3_large", "resnet18", "vgg19"]
 
 
+def test_render_names_a_partial_sweep():
+    # Two of four listed models swept: the share is of those two, and the
+    # two to go are named.
+    r = results(resnet18=OK, vgg19=TIMEOUT)
+    r["meta"]["listed"] = ["alexnet", "resnet18", "vgg19", "vit_b_16"]
+    text = zoo.render(r)
+    assert ("**Partial sweep: 2 of 4 listed models swept so far**; the share below is "
+            "of those swept. Not yet swept: alexnet, vit_b_16.") in text
+    assert "**1 of 2 models train (50.0%)**" in text
+    # All swept: no such line.
+    r["models"].update(alexnet=dict(OK, model="alexnet"), vit_b_16=dict(OK, model="vit_b_16"))
+    assert "Partial sweep" not in zoo.render(r)
+    assert "**3 of 4 models train (75.0%)**" in zoo.render(r)
+
+
 def test_write_docs_replaces_the_section(tmp_path):
     doc = tmp_path / "models.md"
     doc.write_text("# Models\n\nintro\n")
