@@ -1,6 +1,7 @@
 //===- EngineTuner.cpp - Re-tune a comet::Engine's slots while training ---===//
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/Analysis/ErrorBounds.h"
+#include "comet/runtime/context.h"
 #include "comet/runtime/handles.h"
 #include "comet/runtime/slot_stats.h"
 
@@ -328,14 +329,22 @@ struct StepResult {
   std::vector<float> grad, update;
 };
 
+/// Where a runtime context's random stream (Dropout's masks) stands.
+struct RandomState {
+  uint64_t seed = 0, counter = 0;
+};
+
 /// The gradients of `params` on (images, labels) and the update of one
-/// optimizer step from `state`, which `engine` holds again afterwards.
+/// optimizer step from `state`, which `engine` holds again afterwards; its
+/// Dropout masks are drawn from `random`.
 Expected<std::map<std::string, StepResult>>
 stepFrom(Engine &engine, const checkpoint::Checkpoint &state,
          const std::vector<std::string> &params, const void *images,
-         const int64_t *labels) {
+         const int64_t *labels, RandomState random) {
   if (Error e = engine.loadCheckpointState(state))
     return std::move(e);
+  comet_rt_context_set_random_state(engine.runtimeContext(), random.seed,
+                                    random.counter);
   // One batch's gradient: overwrite the buffers rather than add to what
   // the engine accumulated (lazyResetGrad).
   engine.lazyResetGrad();
@@ -405,14 +414,21 @@ comet::measureGradError(Engine &compressed, Engine &reference,
   for (const SlotInfo &s : slots)
     if (!s.consumers.front().param.empty())
       params.push_back(s.consumers.front().param);
-  auto exactA = stepFrom(reference, *state, params, images, labels);
+  // The lossy and the exact runs of the measured batch draw the same
+  // Dropout masks; each noise batch draws its own, as training does.
+  RandomState random;
+  comet_rt_context_get_random_state(compressed.runtimeContext(), &random.seed,
+                                    &random.counter);
+  auto exactA = stepFrom(reference, *state, params, images, labels, random);
   if (!exactA)
     return exactA.takeError();
   // The exact gradients and updates of more batches from the same state:
   // with batch A's, samples of the minibatch noise.
   std::vector<std::map<std::string, StepResult>> others;
   for (const NoiseBatch &b : noiseBatches) {
-    auto r = stepFrom(reference, *state, params, b.images, b.labels);
+    RandomState fresh = random;
+    fresh.counter += (others.size() + 1) << 40; // far past what a step draws
+    auto r = stepFrom(reference, *state, params, b.images, b.labels, fresh);
     if (!r)
       return r.takeError();
     others.push_back(std::move(*r));
@@ -435,6 +451,7 @@ comet::measureGradError(Engine &compressed, Engine &reference,
   auto restoreBounds = [&] {
     for (auto [slot, eb] : saved)
       comet_rt_slot_set_eb(ctx, slot, eb);
+    comet_rt_context_set_random_state(ctx, random.seed, random.counter);
   };
   std::vector<GradErrorMeasurement> out;
   for (const SlotInfo &s : slots) {
@@ -447,7 +464,8 @@ comet::measureGradError(Engine &compressed, Engine &reference,
                            o.slot == s.slot ? saved[o.slot] : exact);
     comet_rt_slot_observations_clear(ctx);
     comet_rt_slot_stats_enable(ctx, 1);
-    auto lossy = stepFrom(compressed, *state, {c.param}, images, labels);
+    auto lossy =
+        stepFrom(compressed, *state, {c.param}, images, labels, random);
     comet_rt_slot_stats_enable(ctx, 0);
     if (!lossy) {
       restoreBounds();

@@ -176,12 +176,12 @@ def test_error_model_within_2x_with_coherent_term(tmp_path):
     assert found[relu2["slot"]] == pytest.approx(relu2["eb"], rel=1e-6)
 
 
-def run_lenet(tmp_path, name, *extra):
+def run_model(tmp_path, name, *extra, model=LENET):
     if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
         pytest.skip("dataset-fashion-mnist is not installed")
     report = tmp_path / f"{name}.json"
     p = subprocess.run(
-        [tool("comet-train"), LENET, "--data", "fashion-mnist", "--batch", "64",
+        [tool("comet-train"), model, "--data", "fashion-mnist", "--batch", "64",
          "--eval-samples", "2000", "--report", str(report), "--quiet",
          *map(str, extra)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
@@ -196,7 +196,7 @@ def test_update_error_against_the_minibatch_noise(tmp_path):
     times the gradient's, and its noise lr times the gradient's noise. The
     check restores the weights and optimizer state: the test accuracy,
     evaluated after it, is the run's without the check."""
-    r = run_lenet(tmp_path, "sgd", "--optimizer", "builtin", "--lr", "0.05",
+    r = run_model(tmp_path, "sgd", "--optimizer", "builtin", "--lr", "0.05",
                   "--max-steps", "60", "--compress", "adaptive",
                   "--retune-interval", "20", "--measure-error-model",
                   tmp_path / "em.json")
@@ -212,10 +212,10 @@ def test_update_error_against_the_minibatch_noise(tmp_path):
             (m["grad_noise_std"] / m["measured_std"]) ** 2, rel=1e-9)
         assert m["update_rms"] > m["update_error_rms"]
     # AdamW (the folder's optimizer): the check leaves the run as it was.
-    a = run_lenet(tmp_path, "adamw", "--lr", "0.01", "--max-steps", "60",
+    a = run_model(tmp_path, "adamw", "--lr", "0.01", "--max-steps", "60",
                   "--compress", "static", "--measure-error-model",
                   tmp_path / "em2.json")
-    b = run_lenet(tmp_path, "adamw-plain", "--lr", "0.01", "--max-steps", "60",
+    b = run_model(tmp_path, "adamw-plain", "--lr", "0.01", "--max-steps", "60",
                   "--compress", "static")
     assert a["test_accuracy"] == b["test_accuracy"]
     assert a["test_loss"] == b["test_loss"]
@@ -231,7 +231,7 @@ def test_noise_rule_measures_the_noise_the_check_measures(tmp_path):
     10x). Then the bound the rule chose (the clamp at eb-max lifted) puts
     the measured gradient error at about its fraction of the noise:
     (noise / error)^2 near 1 / 0.1^2 = 100."""
-    r = run_lenet(tmp_path, "noise", "--optimizer", "builtin", "--lr", "0.05",
+    r = run_model(tmp_path, "noise", "--optimizer", "builtin", "--lr", "0.05",
                   "--max-steps", "200", "--compress", "adaptive",
                   "--bound-rule", "noise", "--retune-interval", "20",
                   "--stats-interval", "1", "--eb-max", "10",
@@ -246,3 +246,20 @@ def test_noise_rule_measures_the_noise_the_check_measures(tmp_path):
         assert 1 / 1.6 < tuner_std / m["grad_noise_std"] < 1.6, (s, m)
         assert m["eb"] == s["tuned_eb_history"][-1]["eb"] < 10
         assert 25 < m["grad_noise_to_error"] < 400, m
+
+
+def test_error_model_check_shares_dropout_masks(tmp_path):
+    """The CNN fixture has Dropout: the check's lossy and exact runs of the
+    measured batch draw the same masks (and the noise batches their own),
+    so the measured error is the codec's. With a mask per run it was
+    700-4800x the prediction on every slot. BatchNorm slots can come out
+    below 1: their prediction takes the largest channel's inv_std."""
+    cnn = os.path.join(ROOT, "test", "fixtures", "models", "cnn")
+    r = run_model(tmp_path, "cnn", "--max-steps", "30", "--compress", "static",
+                  "--measure-error-model", tmp_path / "em.json", model=cnn)
+    slots = r["error_model"]
+    assert len(slots) == 5
+    for m in slots:
+        assert 0.3 < m["ratio_coherent"] < 2.0, m
+        # The codec's error at the static bounds is far below the noise.
+        assert m["grad_noise_to_error"] > 1e4, m
