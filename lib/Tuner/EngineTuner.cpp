@@ -389,14 +389,14 @@ double meanVariance(llvm::ArrayRef<const StepResult *> rs,
   return n ? sum / n : 0;
 }
 
-/// Mean over elements of (a - b)^2.
-double meanSqDiff(llvm::ArrayRef<float> a, llvm::ArrayRef<float> b) {
+/// RMS over elements of a - b (of a when b is empty).
+double rmsDiff(llvm::ArrayRef<float> a, llvm::ArrayRef<float> b = {}) {
   double sq = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    double d = double(a[i]) - double(b[i]);
+    double d = double(a[i]) - (b.empty() ? 0.0 : double(b[i]));
     sq += d * d;
   }
-  return a.empty() ? 0 : sq / a.size();
+  return a.empty() ? 0 : std::sqrt(sq / a.size());
 }
 } // namespace
 
@@ -448,10 +448,12 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     comet_rt_slot_set_moments(ctx, s.slot, 1);
     setDiagonal(ctx, s);
   }
-  auto restoreBounds = [&] {
+  // The engine as the check found it, also when a run fails midway.
+  auto restore = [&] {
     for (auto [slot, eb] : saved)
       comet_rt_slot_set_eb(ctx, slot, eb);
     comet_rt_context_set_random_state(ctx, random.seed, random.counter);
+    llvm::consumeError(compressed.loadCheckpointState(*state));
   };
   std::vector<GradErrorMeasurement> out;
   for (const SlotInfo &s : slots) {
@@ -468,7 +470,7 @@ comet::measureGradError(Engine &compressed, Engine &reference,
         stepFrom(compressed, *state, {c.param}, images, labels, random);
     comet_rt_slot_stats_enable(ctx, 0);
     if (!lossy) {
-      restoreBounds();
+      restore();
       return lossy.takeError();
     }
     comet_rt_slot_observation ob;
@@ -510,7 +512,7 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     const StepResult &lc = (*lossy)[c.param], &ea = (*exactA)[c.param];
     llvm::ArrayRef<float> gc = lc.grad, gr = ea.grad;
     if (gc.size() != gr.size() || gc.empty()) {
-      restoreBounds();
+      restore();
       return err("the gradient of " + c.param + " differs in size");
     }
     double sum = 0, sq = 0, dot = 0, gsq = 0;
@@ -529,9 +531,11 @@ comet::measureGradError(Engine &compressed, Engine &reference,
       m.errorProjection = dot / gsq;
     if (gsq > 0 && sq > 0)
       m.errorCosine = dot / std::sqrt(gsq * sq);
-    m.updateRms = std::sqrt(
-        meanSqDiff(ea.update, std::vector<float>(ea.update.size(), 0)));
-    m.updateErrorRms = std::sqrt(meanSqDiff(lc.update, ea.update));
+    // The updates are differences of the weights in float, as the
+    // optimizer applied them: below about 1e-7 of the weights they are
+    // rounding.
+    m.updateRms = rmsDiff(ea.update);
+    m.updateErrorRms = rmsDiff(lc.update, ea.update);
     if (!others.empty()) {
       std::vector<const StepResult *> all = {&ea};
       for (const auto &o : others)
@@ -546,6 +550,6 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     }
     out.push_back(std::move(m));
   }
-  restoreBounds();
+  restore();
   return out;
 }
