@@ -715,7 +715,7 @@ comet_rt_status compressSzOnePass(const uint8_t *x, Header &h,
   std::unique_ptr<Chunk[]> chunks(new (std::nothrow) Chunk[nc]);
   std::unique_ptr<uint8_t[]> nnz(new (std::nothrow) uint8_t[nb ? nb : 1]);
   if (!chunks || !nnz)
-    return COMET_RT_ERR_OUT_OF_MEMORY;
+    return COMET_RT_ERROR_OUT_OF_MEMORY;
   uint8_t *desc = out + kHeaderSize;
   uint8_t *staging = desc + 2 * nb;
   for (unsigned c = 0; c < nc; ++c) {
@@ -744,7 +744,7 @@ comet_rt_status compressSzOnePass(const uint8_t *x, Header &h,
   uint64_t numSparse = 0, payloadBytes = 0, numOutliers = 0;
   for (unsigned c = 0; c < nc; ++c) {
     if (chunks[c].outliers.failed)
-      return COMET_RT_ERR_OUT_OF_MEMORY;
+      return COMET_RT_ERROR_OUT_OF_MEMORY;
     numSparse += chunks[c].sparse;
     payloadBytes += chunks[c].bytes;
     numOutliers += chunks[c].outliers.size;
@@ -776,7 +776,7 @@ comet_rt_status compressSzOnePass(const uint8_t *x, Header &h,
     k += l.size;
   }
   encodeHeader(h, out);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 template <typename E>
@@ -784,7 +784,7 @@ comet_rt_status compressSz(const uint8_t *x, Header &h, uint8_t *out,
                            size_t outCapacity, size_t *outSize) {
   QuantParams qp;
   if (!quantParams(h.eb, qp))
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   const uint64_t n = h.n, nb = ceilDiv(n, kBlockSize);
   h.blockSize = kBlockSize;
   h.numBlocks = nb;
@@ -796,7 +796,7 @@ comet_rt_status compressSz(const uint8_t *x, Header &h, uint8_t *out,
   // write, then quantize again (cheaper than keeping n codes) and write.
   std::unique_ptr<BlockPlan[]> plans(new (std::nothrow) BlockPlan[nb ? nb : 1]);
   if (!plans)
-    return COMET_RT_ERR_OUT_OF_MEMORY;
+    return COMET_RT_ERROR_OUT_OF_MEMORY;
   const int nt = numThreads();
 
 #pragma omp parallel for num_threads(nt)                                       \
@@ -817,7 +817,7 @@ comet_rt_status compressSz(const uint8_t *x, Header &h, uint8_t *out,
   std::unique_ptr<uint64_t[]> outOff(new (std::nothrow) uint64_t[nb + 1]);
   std::unique_ptr<uint64_t[]> sparseOff(new (std::nothrow) uint64_t[nb + 1]);
   if (!off || !outOff || !sparseOff)
-    return COMET_RT_ERR_OUT_OF_MEMORY;
+    return COMET_RT_ERROR_OUT_OF_MEMORY;
   off[0] = outOff[0] = sparseOff[0] = 0;
   for (uint64_t b = 0; b < nb; ++b) {
     const BlockPlan &p = plans[b];
@@ -832,7 +832,7 @@ comet_rt_status compressSz(const uint8_t *x, Header &h, uint8_t *out,
                    h.numOutliers * kOutlierEntrySize;
   *outSize = size_t(total);
   if (total > outCapacity)
-    return COMET_RT_ERR_BUFFER_TOO_SMALL;
+    return COMET_RT_ERROR_BUFFER_TOO_SMALL;
 
   uint8_t *desc = out + kHeaderSize;
   uint8_t *counts = desc + nb;
@@ -858,7 +858,7 @@ comet_rt_status compressSz(const uint8_t *x, Header &h, uint8_t *out,
     }
   }
   encodeHeader(h, out);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 template <typename E>
@@ -876,7 +876,7 @@ comet_rt_status decompressSz(const uint8_t *in, const Header &h, uint8_t *out) {
   // before any payload byte is read.
   std::unique_ptr<uint64_t[]> off(new (std::nothrow) uint64_t[nb + 1]);
   if (!off)
-    return COMET_RT_ERR_OUT_OF_MEMORY;
+    return COMET_RT_ERROR_OUT_OF_MEMORY;
   off[0] = 0;
   uint64_t sparseSeen = 0, outliersInBlocks = 0;
   for (uint64_t b = 0; b < nb; ++b) {
@@ -885,34 +885,34 @@ comet_rt_status decompressSz(const uint8_t *in, const Header &h, uint8_t *out) {
     uint64_t bytes;
     if (mode == kRawBlock) {
       if (w != 0)
-        return COMET_RT_ERR_CORRUPT;
+        return COMET_RT_ERROR_CORRUPT;
       bytes = uint64_t(len) * E::size;
     } else if (w > kMaxWidth) {
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     } else if (mode == kDense) {
       bytes = packedBytes(len, w);
       outliersInBlocks += len;
     } else {
       if (sparseSeen >= h.numSparse)
-        return COMET_RT_ERR_CORRUPT;
+        return COMET_RT_ERROR_CORRUPT;
       uint8_t nnz = counts[sparseSeen++];
       if (nnz > len)
-        return COMET_RT_ERR_CORRUPT;
+        return COMET_RT_ERROR_CORRUPT;
       bytes = ceilDiv(len, 8) + packedBytes(nnz, w);
       outliersInBlocks += len;
     }
     off[b + 1] = off[b] + bytes;
     if (off[b + 1] > h.payloadBytes)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
   }
   if (off[nb] != h.payloadBytes || sparseSeen != h.numSparse ||
       h.numOutliers > outliersInBlocks)
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
 
   std::atomic<bool> corrupt{false};
   std::unique_ptr<uint64_t[]> sparseIdx(new (std::nothrow) uint64_t[nb + 1]);
   if (!sparseIdx)
-    return COMET_RT_ERR_OUT_OF_MEMORY;
+    return COMET_RT_ERROR_OUT_OF_MEMORY;
   sparseIdx[0] = 0;
   for (uint64_t b = 0; b < nb; ++b) {
     uint8_t mode = desc[b] >> 6;
@@ -967,7 +967,7 @@ comet_rt_status decompressSz(const uint8_t *in, const Header &h, uint8_t *out) {
       E::storeBits(dst + i * E::size, E::fromFloat(float(q[i]) * qp.step));
   }
   if (corrupt.load())
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
 
   // Outliers: strictly increasing indices into non-raw blocks.
   uint64_t prevIdx = 0;
@@ -977,11 +977,11 @@ comet_rt_status decompressSz(const uint8_t *in, const Header &h, uint8_t *out) {
     if (i >= n || (k > 0 && i <= prevIdx) ||
         (desc[i / kBlockSize] >> 6) == kRawBlock ||
         (E::size == 2 && bits > 0xFFFFu))
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     prevIdx = i;
     E::storeBits(out + i * E::size, bits);
   }
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1955,7 +1955,7 @@ decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
       if (z + 1 + k <= 64 - sh) {
         // The whole code lies in the word: its zeros, the one, k bits.
         if (z > (((uint32_t(1) << (kMaxWidth + 1)) - 1) >> k))
-          return COMET_RT_ERR_CORRUPT;
+          return COMET_RT_ERROR_CORRUPT;
         // Two shifts: z + 1 is 64 when z = 63 (and then k = 0).
         x = uint32_t(z) << k |
             (uint32_t(word >> z >> 1) & ((uint32_t(1) << k) - 1));
@@ -1963,7 +1963,7 @@ decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
       } else {
         x = rb.get(k);
         if (rb.bad)
-          return COMET_RT_ERR_CORRUPT;
+          return COMET_RT_ERROR_CORRUPT;
       }
       v[i] = x;
       a = bitLength(x);
@@ -1973,7 +1973,7 @@ decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
   // The codes end in the last byte, its padding bits 0.
   if (ceilDiv(rb.pos, 8) != size ||
       (rb.pos % 8 && (codes[size - 1] >> (rb.pos % 8)) != 0))
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
   for (unsigned bk = 0; bk < nbk; ++bk) {
     const unsigned i0 = bk * kBlockSize;
@@ -2027,7 +2027,7 @@ decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
     for (unsigned j = 0; j < bl; ++j)
       E::storeBits(dst + j * E::size, E::fromFloat(float(x[j]) * qp.step));
   }
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 // Decodes a coded chunk (its u16 carried kCodedChunkFlag): the descriptor,
@@ -2041,34 +2041,34 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
                                  const Grid &g) {
   const uint64_t outBytes = uint64_t(nOut) * (2 + E::size);
   if (size < kChunkHeaderSize + 1 + outBytes)
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   const unsigned desc = in[kChunkHeaderSize];
   const unsigned mode = desc >> 5, pred = desc & 3, coder = (desc >> 2) & 7;
   if (mode != kV2Coded || coder >= kNumCoders ||
       (!g.w && (pred == kPredLorenzo2d || pred == kPredUp)))
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   uint64_t rcBytes = 0;
   uint8_t kTable[kRiceContexts];
   if (coder == kCoderRange) {
     if (size < kCodedHeaderSize + kMinRangeBytes + outBytes)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     rcBytes = loadLE<uint16_t>(in + kChunkHeaderSize + 1);
     if (kCodedHeaderSize + rcBytes + outBytes > size)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
   } else {
     if (size < kRiceHeaderSize + outBytes)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     RawBitReader tr{in + kChunkHeaderSize + 1, kRiceTableBytes};
     for (unsigned j = 0; j < kRiceContexts; ++j)
       if ((kTable[j] = uint8_t(tr.get(5))) > kMaxWidth)
-        return COMET_RT_ERR_CORRUPT;
+        return COMET_RT_ERROR_CORRUPT;
   }
   const uint8_t *idx = in + size - outBytes, *val = idx + 2 * nOut;
   uint64_t outMask[kChunkBlocks] = {};
   for (unsigned k = 0, prev = 0; k < nOut; ++k) {
     unsigned i = loadLE<uint16_t>(idx + 2 * k);
     if (i >= len || (k > 0 && i <= prev) || !((bitmap >> (i / kBlockSize)) & 1))
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     prev = i;
     outMask[i / kBlockSize] |= uint64_t(1) << (i % kBlockSize);
   }
@@ -2097,7 +2097,7 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
         const unsigned i = i0 + j;
         if (present) {
           if (!readValue(i))
-            return COMET_RT_ERR_CORRUPT;
+            return COMET_RT_ERROR_CORRUPT;
           // Wraps on bad input; an outlier's reference code is 0.
           r[i] = (outMask[b] >> j) & 1
                      ? 0
@@ -2112,13 +2112,13 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
         }
       }
       if (bad())
-        return COMET_RT_ERR_CORRUPT;
+        return COMET_RT_ERROR_CORRUPT;
       if (present)
         for (unsigned j = 0; j < bl; ++j)
           E::storeBits(dst + j * E::size,
                        E::fromFloat(float(r[i0 + j]) * qp.step));
     }
-    return finished() ? COMET_RT_OK : COMET_RT_ERR_CORRUPT;
+    return finished() ? COMET_RT_SUCCESS : COMET_RT_ERROR_CORRUPT;
   };
   comet_rt_status st;
   if (coder == kCoderRange) {
@@ -2127,7 +2127,7 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
     RangeDecoder rc(rcIn, rcBytes);
     RawBitReader raw{rcIn + rcBytes, uint64_t(idx - (rcIn + rcBytes))};
     if (rc.bad)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     st = decodeAll(
         [&](unsigned i) {
           return decodeValue(rc, raw, m, codedContext(v, i, g.w), v[i]);
@@ -2144,14 +2144,14 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
                             uint64_t(idx - in) - kRiceHeaderSize, len, bitmap,
                             pred, kTable, outMask, qp, out, c0, g, r, v);
   }
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     return st;
   for (unsigned k = 0; k < nOut; ++k) {
     unsigned i = loadLE<uint16_t>(idx + 2 * k);
     std::memcpy(out + size_t(i) * E::size, val + E::size * k, E::size);
   }
   *numOutliers += nOut;
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 struct PlanV2 {
@@ -2545,7 +2545,7 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
                              size_t outCapacity, size_t *outSize) {
   QuantParams qp;
   if (!quantParams(h.eb, qp))
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   const uint64_t n = h.n, nc = ceilDiv(n, kChunkElems);
   h.version = format::kFormatVersion;
   h.blockSize = kBlockSize;
@@ -2562,13 +2562,13 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
   if (outCapacity < worst) {
     scratch.reset(new (std::nothrow) uint8_t[worst]);
     if (!scratch)
-      return COMET_RT_ERR_OUT_OF_MEMORY;
+      return COMET_RT_ERROR_OUT_OF_MEMORY;
     base = scratch.get();
   }
   std::unique_ptr<uint64_t[]> sizes(new (std::nothrow) uint64_t[nc ? nc : 1]);
   std::unique_ptr<uint64_t[]> outs(new (std::nothrow) uint64_t[nc ? nc : 1]);
   if (!sizes || !outs)
-    return COMET_RT_ERR_OUT_OF_MEMORY;
+    return COMET_RT_ERROR_OUT_OF_MEMORY;
   uint8_t *staging = base + kHeaderSize + 4 * nc;
   const Grid g = gridOf(h);
   auto encode = encodeChunkBaseline<E>;
@@ -2602,11 +2602,11 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
   const uint64_t total = kHeaderSize + 4 * nc + payload;
   *outSize = size_t(total);
   if (total > outCapacity)
-    return COMET_RT_ERR_BUFFER_TOO_SMALL;
+    return COMET_RT_ERROR_BUFFER_TOO_SMALL;
   if (base != out)
     std::memcpy(out + kHeaderSize, base + kHeaderSize, total - kHeaderSize);
   encodeHeader(h, out);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 // Decodes one chunk of len elements from its `size` bytes at in into out;
@@ -2618,33 +2618,33 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
   const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
   if (size == 0) {
     std::memset(out, 0, size_t(len) * E::size);
-    return COMET_RT_OK;
+    return COMET_RT_SUCCESS;
   }
   if (size < kChunkHeaderSize)
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   const uint64_t bitmap = loadLE<uint64_t>(in);
   unsigned nOut = loadLE<uint16_t>(in + 8);
   if (!bitmap || (nbk < 64 && (bitmap >> nbk)))
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   if (nOut & kCodedChunkFlag)
     return decodeCodedChunk<E>(in, size, len, bitmap, nOut & ~kCodedChunkFlag,
                                qp, out, numOutliers, c0, g);
   const unsigned nd = popcount64(bitmap);
   uint64_t pos = kChunkHeaderSize;
   if (pos + nd > size)
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   const uint8_t *desc = in + pos;
   unsigned na = 0;
   for (unsigned i = 0; i < nd; ++i) {
     unsigned mode = desc[i] >> 5, param = desc[i] & 31;
     if (mode >= format::kV2NumModes || param > kMaxWidth ||
         (mode == kV2Raw && param != 0) || (mode == kV2RiceLorenzo2d && !g.w))
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     na += mode != kV2Dense && mode != kV2Raw;
   }
   pos += nd;
   if (pos + na > size)
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   const uint8_t *aux = in + pos;
   pos += na;
   // Body offsets, each size checked before any body is read; the block of
@@ -2669,7 +2669,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
     } else if (mode == kV2SparseSigned || mode == kV2SparsePositive) {
       unsigned c = aux[a++];
       if (c > bl)
-        return COMET_RT_ERR_CORRUPT;
+        return COMET_RT_ERROR_CORRUPT;
       bytes = ceilDiv(bl, 8) + packedBytes(c, w);
     } else {
       bytes = aux[a++]; // Rice
@@ -2679,7 +2679,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
   }
   off[nd] = uint32_t(bodyTotal);
   if (pos + bodyTotal + uint64_t(nOut) * (2 + E::size) != size)
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   const uint8_t *bodies = in + pos;
   // Outliers: strictly increasing indices into present, non-raw blocks;
   // checked before any block is decoded (mode 6 needs their positions).
@@ -2689,7 +2689,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
     unsigned i = loadLE<uint16_t>(idx + 2 * k);
     if (i >= len || (k > 0 && i <= prev) ||
         ((noOutliers >> (i / kBlockSize)) & 1))
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     prev = i;
     outMask[i / kBlockSize] |= uint64_t(1) << (i % kBlockSize);
   }
@@ -2728,7 +2728,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
       std::memcpy(&maskBits, src, maskBytes);
       bool tailClear = bl % 8 == 0 || (src[maskBytes - 1] >> (bl % 8)) == 0;
       if (popcount64(maskBits) != nnz || !tailClear)
-        return COMET_RT_ERR_CORRUPT;
+        return COMET_RT_ERROR_CORRUPT;
       unpackBits(src + maskBytes, v, nnz, w);
       std::fill(q, q + bl, 0);
       unsigned k = 0;
@@ -2740,7 +2740,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
           q[__builtin_ctzll(m)] = unzigzag(v[k++]);
     } else {
       if (!riceDecode(src, off[i + 1] - off[i], w, bl, v))
-        return COMET_RT_ERR_CORRUPT;
+        return COMET_RT_ERROR_CORRUPT;
       ++a;
     }
     if (mode == kV2Dense || mode == kV2RiceLorenzo) {
@@ -2766,7 +2766,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
     std::memcpy(out + size_t(i) * E::size, val + E::size * k, E::size);
   }
   *numOutliers += nOut;
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 template <typename E>
@@ -2780,18 +2780,18 @@ comet_rt_status decompressSzV2(const uint8_t *in, const Header &h,
   std::unique_ptr<uint64_t[]> off(new (std::nothrow) uint64_t[nc + 1]);
   std::unique_ptr<uint64_t[]> outs(new (std::nothrow) uint64_t[nc ? nc : 1]);
   if (!off || !outs)
-    return COMET_RT_ERR_OUT_OF_MEMORY;
+    return COMET_RT_ERROR_OUT_OF_MEMORY;
   off[0] = 0;
   for (uint64_t c = 0; c < nc; ++c) {
     uint64_t len = std::min<uint64_t>(kChunkElems, n - c * kChunkElems);
     uint64_t size = loadLE<uint32_t>(table + 4 * c);
     if (size > worstChunkBytes(len, E::size))
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     off[c + 1] = off[c] + size;
   }
   if (off[nc] != h.payloadBytes)
-    return COMET_RT_ERR_CORRUPT;
-  std::atomic<int> status{COMET_RT_OK};
+    return COMET_RT_ERROR_CORRUPT;
+  std::atomic<int> status{COMET_RT_SUCCESS};
   const int nt = numThreads();
 #pragma omp parallel for num_threads(nt) schedule(static) if (nc > 1)
   for (int64_t c = 0; c < int64_t(nc); ++c) {
@@ -2802,15 +2802,15 @@ comet_rt_status decompressSzV2(const uint8_t *in, const Header &h,
         decodeChunk<E>(chunks + off[c], off[c + 1] - off[c], len, qp,
                        out + uint64_t(c) * kChunkElems * E::size, &outs[c],
                        uint64_t(c) * kChunkElems, g);
-    if (st != COMET_RT_OK)
+    if (st != COMET_RT_SUCCESS)
       status.store(st, std::memory_order_relaxed);
   }
-  if (status.load() != COMET_RT_OK)
+  if (status.load() != COMET_RT_SUCCESS)
     return comet_rt_status(status.load());
   uint64_t total = 0;
   for (uint64_t c = 0; c < nc; ++c)
     total += outs[c];
-  return total == h.numOutliers ? COMET_RT_OK : COMET_RT_ERR_CORRUPT;
+  return total == h.numOutliers ? COMET_RT_SUCCESS : COMET_RT_ERROR_CORRUPT;
 }
 
 //===----------------------------------------------------------------------===//
@@ -2835,7 +2835,7 @@ template <typename E>
 comet_rt_status decompressMask(const uint8_t *in, uint64_t n, uint8_t *out) {
   const uint64_t nbytes = ceilDiv(n, 8);
   if (n % 8 && (in[nbytes - 1] >> (n % 8)) != 0)
-    return COMET_RT_ERR_CORRUPT; // bits past the end must be clear
+    return COMET_RT_ERROR_CORRUPT; // bits past the end must be clear
   const int nt = numThreads();
 #pragma omp parallel for num_threads(nt) schedule(static) if (nbytes > 4096)
   for (int64_t j = 0; j < int64_t(nbytes); ++j) {
@@ -2844,7 +2844,7 @@ comet_rt_status decompressMask(const uint8_t *in, uint64_t n, uint8_t *out) {
       E::storeBits(out + (uint64_t(j) * 8 + i) * E::size,
                    (in[j] >> i) & 1 ? E::one : 0u);
   }
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 void parallelCopy(uint8_t *dst, const uint8_t *src, uint64_t bytes) {
@@ -2937,11 +2937,11 @@ int numThreads() {
 
 comet_rt_status setIsa(int isa) {
   if (isa < COMET_RT_CODEC_ISA_AUTO || isa > COMET_RT_CODEC_ISA_AVX2)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   if (isa == COMET_RT_CODEC_ISA_AVX2 && !cpuHasAvx2())
-    return COMET_RT_ERR_UNSUPPORTED;
+    return COMET_RT_ERROR_UNSUPPORTED;
   gIsa.store(isa);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 int activeIsa() {
@@ -2951,9 +2951,9 @@ int activeIsa() {
 comet_rt_status setEntropy(int entropy) {
   if (entropy < COMET_RT_CODEC_ENTROPY_AUTO ||
       entropy > COMET_RT_CODEC_ENTROPY_ALWAYS)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   gEntropy.store(entropy);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 int entropy() { return gEntropy.load(); }
@@ -2972,7 +2972,7 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
   if (!outSize || !out || (rank && !dims) || rank > COMET_RT_CODEC_MAX_RANK ||
       !validCodec(codec) || !validDtype(dtype) ||
       (version != format::kFormatVersion1 && version != format::kFormatVersion))
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   *outSize = 0;
   Header h;
   h.version = uint32_t(version);
@@ -2984,7 +2984,7 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
   uint64_t es = dtypeSize(dtype), bytes;
   if (!elementCount(h.dims, rank, h.n) || mulOverflow(h.n, es, bytes) ||
       bytes > (uint64_t(1) << 62) || (h.n && !data))
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   const uint8_t *x = static_cast<const uint8_t *>(data);
   uint8_t *o = static_cast<uint8_t *>(out);
 
@@ -2992,29 +2992,29 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
     h.eb = eb;
     QuantParams qp;
     if (!quantParams(eb, qp))
-      return COMET_RT_ERR_INVALID_ARGUMENT;
+      return COMET_RT_ERROR_INVALID_ARGUMENT;
     return dispatchDtype<CompressSzFn>(h.dtype, x, h, o, outCapacity, outSize);
   }
   h.payloadBytes = codec == COMET_RT_CODEC_RAW ? bytes : ceilDiv(h.n, 8);
   uint64_t total = kHeaderSize + h.payloadBytes;
   *outSize = size_t(total);
   if (total > outCapacity)
-    return COMET_RT_ERR_BUFFER_TOO_SMALL;
+    return COMET_RT_ERROR_BUFFER_TOO_SMALL;
   encodeHeader(h, o);
   if (codec == COMET_RT_CODEC_RAW)
     parallelCopy(o + kHeaderSize, x, bytes);
   else
     dispatchDtype<CompressMaskFn>(h.dtype, x, h.n, o + kHeaderSize);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 comet_rt_status getInfo(const void *in, size_t inSize,
                         comet_rt_codec_info *info) {
   if (!info)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   Header h;
   comet_rt_status st = parseHeader(static_cast<const uint8_t *>(in), inSize, h);
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     return st;
   *info = comet_rt_codec_info();
   info->version = h.version;
@@ -3036,7 +3036,7 @@ comet_rt_status getInfo(const void *in, size_t inSize,
   info->num_outliers = h.numOutliers;
   info->compressed_bytes = h.totalBytes;
   info->decompressed_bytes = h.n * dtypeSize(h.dtype);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 comet_rt_status decompress(const void *in, size_t inSize, void *out,
@@ -3044,18 +3044,18 @@ comet_rt_status decompress(const void *in, size_t inSize, void *out,
   Header h;
   const uint8_t *p = static_cast<const uint8_t *>(in);
   comet_rt_status st = parseHeader(p, inSize, h);
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     return st;
   uint64_t bytes = h.n * dtypeSize(h.dtype);
   if (bytes > outCapacity)
-    return COMET_RT_ERR_BUFFER_TOO_SMALL;
+    return COMET_RT_ERROR_BUFFER_TOO_SMALL;
   if (bytes && !out)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   uint8_t *o = static_cast<uint8_t *>(out);
   switch (h.codec) {
   case COMET_RT_CODEC_RAW:
     parallelCopy(o, p + kHeaderSize, bytes);
-    return COMET_RT_OK;
+    return COMET_RT_SUCCESS;
   case COMET_RT_CODEC_MASK:
     return dispatchDtype<DecompressMaskFn>(h.dtype, p + kHeaderSize, h.n, o);
   default:

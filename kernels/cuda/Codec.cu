@@ -562,7 +562,7 @@ __device__ void decompressSz(const DecompressArgs &args, const Header &h) {
   reduceSlots(args.slotsA, numCtas, cta, &total, &before);
   if (total.b != 0 || total.a != h.numSparse) {
     if (cta == 0 && threadIdx.x == 0)
-      *args.status = COMET_RT_ERR_CORRUPT;
+      *args.status = COMET_RT_ERROR_CORRUPT;
     return; // every CTA sees the same totals
   }
   const uint64_t sparseBase = before.a;
@@ -590,7 +590,7 @@ __device__ void decompressSz(const DecompressArgs &args, const Header &h) {
   reduceSlots(args.slotsB, numCtas, cta, &total, &before);
   if (total.b != 0 || total.a != h.payloadBytes) {
     if (cta == 0 && threadIdx.x == 0)
-      *args.status = COMET_RT_ERR_CORRUPT;
+      *args.status = COMET_RT_ERROR_CORRUPT;
     return;
   }
 
@@ -623,7 +623,7 @@ __device__ void decompressSz(const DecompressArgs &args, const Header &h) {
       __syncthreads(); // chunkOff is rewritten by the next chunk
     }
     if (corrupt)
-      atomicExch(args.status, int32_t(COMET_RT_ERR_CORRUPT));
+      atomicExch(args.status, int32_t(COMET_RT_ERROR_CORRUPT));
   }
   grid.sync();
 
@@ -644,7 +644,7 @@ __device__ void decompressSz(const DecompressArgs &args, const Header &h) {
     storeElem<E>(args.out, i, bits);
   }
   if (badOutlier)
-    atomicExch(args.status, int32_t(COMET_RT_ERR_CORRUPT));
+    atomicExch(args.status, int32_t(COMET_RT_ERROR_CORRUPT));
 }
 
 template <typename E>
@@ -682,28 +682,28 @@ __global__ void __launch_bounds__(kThreads)
     Header h;
     comet_rt_status st;
     if (!args.in && args.inSize) {
-      st = COMET_RT_ERR_INVALID_ARGUMENT;
+      st = COMET_RT_ERROR_INVALID_ARGUMENT;
     } else {
       for (uint64_t k = 0; k < minU64(args.inSize, kHeaderSize); ++k)
         hb[k] = args.in[k];
       st = parseHeader(hb, args.inSize, h);
       // This kernel implements the version 1 sz layout only (raw and mask
       // are the same in both versions).
-      if (st == COMET_RT_OK && h.codec == COMET_RT_CODEC_SZ &&
+      if (st == COMET_RT_SUCCESS && h.codec == COMET_RT_CODEC_SZ &&
           h.version != kFormatVersion1)
-        st = COMET_RT_ERR_UNSUPPORTED;
+        st = COMET_RT_ERROR_UNSUPPORTED;
     }
-    if (st == COMET_RT_OK) {
+    if (st == COMET_RT_SUCCESS) {
       const uint32_t es = dtypeSize(h.dtype);
       const uint64_t bytes = h.n * es;
       if (bytes > args.outCapacity)
-        st = COMET_RT_ERR_BUFFER_TOO_SMALL;
+        st = COMET_RT_ERROR_BUFFER_TOO_SMALL;
       else if (bytes &&
                (!args.out || reinterpret_cast<uintptr_t>(args.out) % es != 0))
-        st = COMET_RT_ERR_INVALID_ARGUMENT;
+        st = COMET_RT_ERROR_INVALID_ARGUMENT;
       else if (h.codec == COMET_RT_CODEC_MASK && h.n % 8 &&
                (args.in[kHeaderSize + ceilDiv(h.n, 8) - 1] >> (h.n % 8)) != 0)
-        st = COMET_RT_ERR_CORRUPT; // bits past the end must be clear
+        st = COMET_RT_ERROR_CORRUPT; // bits past the end must be clear
     }
     memcpy(shHeader, &h, sizeof(Header));
     shStatus = st;
@@ -711,7 +711,7 @@ __global__ void __launch_bounds__(kThreads)
       *args.status = st; // the only write before the first grid barrier
   }
   __syncthreads();
-  if (shStatus != COMET_RT_OK)
+  if (shStatus != COMET_RT_SUCCESS)
     return; // every CTA parsed the same header
   Header h;
   memcpy(&h, shHeader, sizeof(Header));
@@ -791,8 +791,8 @@ bool check(cudaError_t e) {
 }
 
 comet_rt_status cudaStatus(cudaError_t e) {
-  return e == cudaErrorMemoryAllocation ? COMET_RT_ERR_OUT_OF_MEMORY
-                                        : COMET_RT_ERR_CUDA;
+  return e == cudaErrorMemoryAllocation ? COMET_RT_ERROR_OUT_OF_MEMORY
+                                        : COMET_RT_ERROR_CUDA;
 }
 
 // The largest grid of kernel whose CTAs are all resident at once (what a
@@ -829,7 +829,7 @@ comet_rt_status queueCompress(int codec, int dtype, const void *data,
                               cudaStream_t stream) {
   if (!out || !dSize || (rank && !dims) || rank > kMaxRank ||
       !validCodec(codec) || !validDtype(dtype))
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   Header h;
   h.codec = uint32_t(codec);
   h.dtype = uint32_t(dtype);
@@ -838,18 +838,18 @@ comet_rt_status queueCompress(int codec, int dtype, const void *data,
   for (uint32_t i = 0; i < rank; ++i) {
     h.dims[i] = dims[i];
     if (mulOverflow(n, dims[i], n))
-      return COMET_RT_ERR_INVALID_ARGUMENT;
+      return COMET_RT_ERROR_INVALID_ARGUMENT;
   }
   const uint32_t es = dtypeSize(uint32_t(dtype));
   if (mulOverflow(n, es, bytes) || bytes > (uint64_t(1) << 62) ||
       (n && !data) || reinterpret_cast<uintptr_t>(data) % es != 0)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   h.n = n;
   QuantParams qp = {};
   if (codec == COMET_RT_CODEC_SZ && !quantParams(eb, qp))
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   if (outCapacity < maxSize(codec, dtype, n))
-    return COMET_RT_ERR_BUFFER_TOO_SMALL;
+    return COMET_RT_ERROR_BUFFER_TOO_SMALL;
 
   const uint8_t *x = static_cast<const uint8_t *>(data);
   uint8_t *o = static_cast<uint8_t *>(out);
@@ -869,7 +869,7 @@ comet_rt_status queueCompress(int codec, int dtype, const void *data,
     else
       compressMaskKernel<BF16><<<grid, kThreads, 0, stream>>>(args);
     e = cudaGetLastError();
-    return check(e) ? COMET_RT_OK : cudaStatus(e);
+    return check(e) ? COMET_RT_SUCCESS : cudaStatus(e);
   }
 
   h.eb = eb;
@@ -894,14 +894,14 @@ comet_rt_status queueCompress(int codec, int dtype, const void *data,
   cudaError_t f = cudaFreeAsync(slots, stream);
   if (!check(e) || !check(f))
     return cudaStatus(e != cudaSuccess ? e : f);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 comet_rt_status queueDecompress(const void *in, size_t inSize, void *out,
                                 size_t outCapacity, int32_t *dStatus,
                                 cudaStream_t stream) {
   if (!dStatus)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   // An upper bound on the number of sz blocks of any stream the device will
   // accept: each costs a descriptor byte and at least two output bytes.
   uint64_t nbBound = minU64(inSize > kHeaderSize ? inSize - kHeaderSize : 0,
@@ -928,7 +928,7 @@ comet_rt_status queueDecompress(const void *in, size_t inSize, void *out,
   cudaError_t f = cudaFreeAsync(slots, stream);
   if (!check(e) || !check(f))
     return cudaStatus(e != cudaSuccess ? e : f);
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 // Reads one word back: the session's single host synchronisation.
@@ -938,7 +938,7 @@ comet_rt_status readBack(const T *dWord, T *host, cudaStream_t stream) {
       cudaMemcpyAsync(host, dWord, sizeof(T), cudaMemcpyDeviceToHost, stream);
   if (e == cudaSuccess)
     e = cudaStreamSynchronize(stream);
-  return check(e) ? COMET_RT_OK : cudaStatus(e);
+  return check(e) ? COMET_RT_SUCCESS : cudaStatus(e);
 }
 
 } // namespace
@@ -969,7 +969,7 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress(
     uint32_t rank, double eb, void *d_out, size_t out_capacity,
     size_t *out_size, comet_rt_cuda_stream stream) {
   if (!out_size)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   *out_size = 0;
   uint64_t *dSize = nullptr;
   cudaError_t e = cudaMallocAsync(reinterpret_cast<void **>(&dSize),
@@ -979,17 +979,17 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_compress(
   comet_rt_status st = queueCompress(codec, dtype, d_data, dims, rank, eb,
                                      d_out, out_capacity, dSize, stream);
   uint64_t size = 0;
-  if (st == COMET_RT_OK)
+  if (st == COMET_RT_SUCCESS)
     st = readBack(dSize, &size, stream);
   cudaFreeAsync(dSize, stream);
-  if (st == COMET_RT_ERR_BUFFER_TOO_SMALL)
+  if (st == COMET_RT_ERROR_BUFFER_TOO_SMALL)
     *out_size = maxSize(codec, dtype, [&] {
       uint64_t n = 1;
       for (uint32_t i = 0; i < rank; ++i)
         n *= dims[i];
       return n;
     }());
-  else if (st == COMET_RT_OK)
+  else if (st == COMET_RT_SUCCESS)
     *out_size = size_t(size);
   return st;
 }
@@ -1010,11 +1010,11 @@ COMET_RT_API comet_rt_status comet_rt_codec_cuda_decompress(
     return cudaStatus(e);
   comet_rt_status st =
       queueDecompress(d_in, in_size, d_out, out_capacity, dStatus, stream);
-  int32_t status = COMET_RT_OK;
-  if (st == COMET_RT_OK)
+  int32_t status = COMET_RT_SUCCESS;
+  if (st == COMET_RT_SUCCESS)
     st = readBack(dStatus, &status, stream);
   cudaFreeAsync(dStatus, stream);
-  return st == COMET_RT_OK ? comet_rt_status(status) : st;
+  return st == COMET_RT_SUCCESS ? comet_rt_status(status) : st;
 }
 
 } // extern "C"

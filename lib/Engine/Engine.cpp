@@ -13,6 +13,7 @@
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
 #include "comet/Import/Checkpoint.h"
 #include "comet/Import/ONNXImporter.h"
+#include "comet/driver/Coverage.h"
 #include "comet/runtime/device.h"
 #include "comet/runtime/handles.h"
 
@@ -35,6 +36,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <set>
 
 using namespace mlir;
 using llvm::Error;
@@ -188,14 +190,24 @@ func::FuncOp Engine::Impl::mainFunc(ModuleOp m) {
 
 Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
                           std::unique_ptr<ExecutionEngine> &jit,
-                          std::vector<SiteStats> *sites, StringRef dumpPath) {
-  if (Error e = runPipeline(m, "comet-lower-to-runtime{batch-size=" +
-                                   std::to_string(batch) + "}"))
+                          std::vector<SiteStats> *sites, StringRef dumpPath,
+                          bool tunerStatistics) {
+  if (Error e = runPipeline(
+          m, "comet-lower-to-runtime{batch-size=" + std::to_string(batch) +
+                 (tunerStatistics ? "" : " tuner-statistics=false") + "}"))
     return e;
   func::FuncOp f = mainFunc(m);
   if (!f)
     return err("the graph has no function");
   out.funcName = f.getName().str();
+  // The runtime entries the graph calls: what its device must implement.
+  std::set<std::string> entries;
+  f.walk([&](func::CallOp call) {
+    StringRef callee = call.getCallee();
+    if (callee.consume_front("comet_rt_"))
+      entries.insert(callee.str());
+  });
+  out.runtimeEntries.assign(entries.begin(), entries.end());
   // Argument 0 is the runtime context (comet.context).
   for (unsigned i = 1; i < f.getNumArguments(); ++i) {
     auto mt = cast<MemRefType>(f.getArgumentTypes()[i]);
@@ -483,8 +495,12 @@ Error Engine::compile(const EngineOptions &options) {
   Entry train;
   std::vector<SiteStats> sites;
   I.trainLowered = std::move(m);
+  // The tuner's statistics calls only where something reads them: a
+  // device that cannot gather them (CUDA) then runs a static graph.
+  bool statistics =
+      options.compress == CompressMode::Adaptive || options.tunerStatistics;
   if (Error e = I.lower(*I.trainLowered, options.batchSize, train, I.trainJit,
-                        &sites, options.dumpLoweredIRPath))
+                        &sites, options.dumpLoweredIRPath, statistics))
     return e;
   // The artifact folder's files unless the options name others, or the
   // initial state.
@@ -504,6 +520,13 @@ Error Engine::compile(const EngineOptions &options) {
       return weights.takeError();
     initial = std::move(*weights);
   }
+  // Before any device work: a device that lacks an entry the graph or its
+  // optimizer calls refuses the graph, naming each such entry.
+  std::vector<std::string> needed = train.runtimeEntries;
+  for (const std::string &e : optimizerEntries(optimizer->kind))
+    needed.push_back(e);
+  if (Error e = toError(checkDeviceCoverage(options.device, needed)))
+    return e;
   if (Error e = toError(I.trainer.useDevice(options.device)))
     return e;
   if (Error e = toError(I.trainer.bindTrain(

@@ -78,10 +78,12 @@ struct Engine::Impl {
   void returnDropoutMasks(mlir::ModuleOp m);
   /// Lowers `m` (batch size `batch`) to the LLVM dialect and, with
   /// opts.jit, JIT-compiles it; fills the entry's signature and entry
-  /// point. `sites` receives the compress sites when non-null.
+  /// point. `sites` receives the compress sites when non-null;
+  /// `tunerStatistics` keeps the bound tuner's statistics calls.
   llvm::Error lower(mlir::ModuleOp m, int64_t batch, Entry &out,
                     std::unique_ptr<mlir::ExecutionEngine> &jit,
-                    std::vector<SiteStats> *sites, llvm::StringRef dumpPath);
+                    std::vector<SiteStats> *sites, llvm::StringRef dumpPath,
+                    bool tunerStatistics = false);
   /// The optimizer graph's node and attributes (empty path: the built-in
   /// SGD) with the options' learning rate, momentum and weight decay.
   llvm::Expected<OptimizerConfig>

@@ -45,6 +45,21 @@ static std::vector<SlotInfo> slotsOf(const EngineStats &st,
   return out;
 }
 
+/// The slots' statistics come from the training graph's slot_observe_*
+/// calls, which an engine compiles with CompressMode::Adaptive or
+/// EngineOptions::tunerStatistics only.
+static Error needStatistics(Engine &engine, const std::vector<SlotInfo> &slots,
+                            const char *who) {
+  const std::vector<std::string> &entries =
+      engine.trainer().trainEntry().runtimeEntries;
+  if (slots.empty() || llvm::is_contained(entries, "slot_observe_act"))
+    return Error::success();
+  return err(llvm::Twine(who) +
+             ": the engine's training graph does not gather the bound "
+             "tuner's statistics; compile it with CompressMode::Adaptive or "
+             "EngineOptions::tunerStatistics");
+}
+
 /// Only the masked COMET rule reads a BatchNorm consumer's M and K: a slot
 /// that only BatchNorm reads skips their per-element work on stats steps
 /// under the other rules.
@@ -71,6 +86,8 @@ EngineTuner::create(Engine &engine, const TunerOptions &options) {
     return err(why);
   std::map<int64_t, int64_t> sites;
   std::vector<SlotInfo> slots = slotsOf(engine.stats(), &sites);
+  if (Error e = needStatistics(engine, slots, "the bound tuner"))
+    return std::move(e);
   for (const SlotInfo &s : slots) {
     if (s.staticEb > 0 &&
         comet_rt_slot_set_eb(engine.runtimeContext(), s.slot, s.staticEb) != 0)
@@ -404,12 +421,14 @@ Expected<std::vector<GradErrorMeasurement>>
 comet::measureGradError(Engine &compressed, Engine &reference,
                         const void *images, const int64_t *labels,
                         llvm::ArrayRef<NoiseBatch> noiseBatches) {
+  std::vector<SlotInfo> slots = slotsOf(compressed.stats(), nullptr);
+  if (Error e = needStatistics(compressed, slots, "measureGradError"))
+    return std::move(e);
   // Every run starts from the compressed engine's weights and optimizer
   // state, and leaves them as they were.
   auto state = compressed.checkpointState(true);
   if (!state)
     return state.takeError();
-  std::vector<SlotInfo> slots = slotsOf(compressed.stats(), nullptr);
   std::vector<std::string> params;
   for (const SlotInfo &s : slots)
     if (!s.consumers.front().param.empty())

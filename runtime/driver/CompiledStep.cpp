@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "comet/driver/CompiledStep.h"
+#include "comet/driver/Coverage.h"
 
 #include <cstring>
 #include <dlfcn.h>
@@ -57,6 +58,18 @@ static Entry entryOf(const comet_aot_entry &e) {
     info.valueRange = a.value_range;
     out.args.push_back(std::move(info));
   }
+  for (int64_t i = 0; i < e.num_runtime_entries; ++i)
+    out.runtimeEntries.push_back(e.runtime_entries[i]);
+  return out;
+}
+
+std::vector<std::string> CompiledStep::runtimeEntries() const {
+  std::vector<std::string> out = entryOf(prog->train).runtimeEntries;
+  if (prog->has_eval)
+    for (std::string &e : entryOf(prog->eval).runtimeEntries)
+      out.push_back(std::move(e));
+  for (std::string &e : optimizerEntries(prog->optimizer))
+    out.push_back(std::move(e));
   return out;
 }
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "comet/driver/Trainer.h"
+#include "comet/driver/Coverage.h"
 
 #include "comet/runtime/device.h"
 #include "comet/runtime/exec.h"
@@ -203,8 +204,16 @@ static std::string pickDataAndLabels(const std::vector<ArgInfo> &args,
   return "";
 }
 
+std::string Trainer::deviceName() const {
+  return comet_rt_context_get_device(rt.get()) == COMET_RT_DEVICE_CUDA ? "cuda"
+                                                                       : "cpu";
+}
+
 std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
                                const std::string &weightsName) {
+  if (std::string e = checkDeviceCoverage(deviceName(), entry.runtimeEntries);
+      !e.empty())
+    return e;
   train = std::move(entry);
   static const std::string gradSuffix = "_grad.accumulation.buffer";
   // Each input's role comes from the graph's own input list: gradient
@@ -310,6 +319,12 @@ int optimizerStatesPerParameter(const std::string &kind) {
 }
 
 std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
+  // A device that lacks the new optimizer's entry is refused before the
+  // optimizer in place is touched.
+  if (std::string e =
+          checkDeviceCoverage(deviceName(), optimizerEntries(config.kind));
+      !e.empty())
+    return e;
   // Called again, it replaces the optimizer and starts its state afresh.
   state1.clear();
   state2.clear();
@@ -380,6 +395,9 @@ std::string Trainer::runOptimizer() {
 }
 
 std::string Trainer::bindEval(Entry entry, const std::string &evalName) {
+  if (std::string e = checkDeviceCoverage(deviceName(), entry.runtimeEntries);
+      !e.empty())
+    return e;
   // Inputs by role, as in the training graph: the training graph's
   // parameters are shared, and what is left must be the data batch and the
   // labels.

@@ -16,13 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   comet_rt_status st = comet_rt_codec_get_info(data, size, &info);
   // Cap the output so that a header claiming terabytes is cheap to refuse.
   size_t cap = 1 << 16;
-  if (st == COMET_RT_OK && info.decompressed_bytes <= cap)
+  if (st == COMET_RT_SUCCESS && info.decompressed_bytes <= cap)
     cap = size_t(info.decompressed_bytes);
   std::vector<uint8_t> out(cap);
   comet_rt_status dst =
       comet_rt_codec_decompress(data, size, out.data(), out.size());
   // get_info and decompress must agree on what is well-formed.
-  if (st != COMET_RT_OK && dst == COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS && dst == COMET_RT_SUCCESS)
     abort();
   return 0;
 }

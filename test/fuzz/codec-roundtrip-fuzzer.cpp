@@ -63,17 +63,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dims[1] = w;
     rank = 2;
   }
-  if (comet_rt_codec_set_entropy(int(size % 3)) != COMET_RT_OK)
+  if (comet_rt_codec_set_entropy(int(size % 3)) != COMET_RT_SUCCESS)
     abort();
   std::vector<uint8_t> in(data + 1, data + 1 + n * es);
   std::vector<uint8_t> s(comet_rt_codec_max_compressed_size(codec, dtype, n));
   size_t ssize = 0;
   if (comet_rt_codec_compress(codec, dtype, in.data(), dims, rank, eb, s.data(),
-                              s.size(), &ssize) != COMET_RT_OK)
+                              s.size(), &ssize) != COMET_RT_SUCCESS)
     abort();
   std::vector<uint8_t> out(n * es);
   if (comet_rt_codec_decompress(s.data(), ssize, out.data(), out.size()) !=
-      COMET_RT_OK)
+      COMET_RT_SUCCESS)
     abort();
   for (uint64_t i = 0; i < n; ++i) {
     float x = loadElem(dtype, &in[i * es]), y = loadElem(dtype, &out[i * es]);

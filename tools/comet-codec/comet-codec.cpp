@@ -260,7 +260,7 @@ std::vector<uint8_t> compressTensor(const Tensor &t, comet_rt_codec codec,
   comet_rt_status st =
       comet_rt_codec_compress(codec, t.dtype, t.bytes.data(), t.dims.data(),
                               t.dims.size(), eb, out.data(), out.size(), &size);
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     fail(Twine("cannot compress: ") + comet_rt_status_string(st));
   out.resize(size);
   return out;
@@ -269,7 +269,7 @@ std::vector<uint8_t> compressTensor(const Tensor &t, comet_rt_codec codec,
 comet_rt_codec_info streamInfo(ArrayRef<uint8_t> s, StringRef path) {
   comet_rt_codec_info info;
   comet_rt_status st = comet_rt_codec_get_info(s.data(), s.size(), &info);
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     fail("cannot decompress '" + path + "': " + comet_rt_status_string(st));
   return info;
 }
@@ -313,7 +313,7 @@ int runDecompress() {
   std::vector<uint8_t> out(info.decompressed_bytes);
   comet_rt_status st =
       comet_rt_codec_decompress(s.data(), s.size(), out.data(), out.size());
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     fail("cannot decompress '" + inputFile +
          "': " + comet_rt_status_string(st));
   std::string prefix;
@@ -373,11 +373,11 @@ int runBench() {
                             t.dims.size(), eb, buf.data(), buf.size(), &size);
   });
   std::vector<uint8_t> y(t.bytes.size());
-  comet_rt_status st = COMET_RT_OK;
+  comet_rt_status st = COMET_RT_SUCCESS;
   double td = medianSeconds(repeat, [&] {
     st = comet_rt_codec_decompress(s.data(), s.size(), y.data(), y.size());
   });
-  if (st != COMET_RT_OK)
+  if (st != COMET_RT_SUCCESS)
     fail(Twine("cannot decompress: ") + comet_rt_status_string(st));
 
   size_t es = comet_rt_dtype_size(t.dtype);

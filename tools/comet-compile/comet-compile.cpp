@@ -176,12 +176,16 @@ public:
       args.push_back(record({str(a.name), i(a.shape.size()), i64s(a.shape),
                              i(a.elemBytes), i(a.isResult), i(a.isLabels),
                              i(a.valueRange)}));
-    return record(
-        {str(e.funcName), packed, i(e.args.size()), array(args, ".args")});
+    SmallVector<Constant *> entries;
+    for (const std::string &name : e.runtimeEntries)
+      entries.push_back(str(name));
+    return record({str(e.funcName), packed, i(e.args.size()),
+                   array(args, ".args"), i(entries.size()),
+                   array(entries, ".runtime_entries")});
   }
   Constant *nullEntry() {
     Constant *null = ConstantPointerNull::get(ptr);
-    return record({null, null, i(0), null});
+    return record({null, null, i(0), null, i(0), null});
   }
 
 private:

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "comet/driver/CompiledStep.h"
+#include "comet/driver/Coverage.h"
 #include "comet/driver/Training.h"
 
 #include <cerrno>
@@ -49,7 +50,10 @@ const char *usage =
     "  --seed=<n>                shuffle/synthetic and Dropout seed (0)\n"
     "  --device=<cpu|cuda>       execution device (cpu)\n"
     "  --report=<file>           write the JSON report here\n"
-    "  --quiet                   no progress output\n";
+    "  --quiet                   no progress output\n"
+    "  --print-runtime-coverage  print which device implements which runtime\n"
+    "                            entry as Markdown (docs/runtime-coverage.md)\n"
+    "                            and exit\n";
 
 /// A whole-string integer or number; false on anything else.
 bool parseInt(const char *s, int64_t &out) {
@@ -96,6 +100,7 @@ int main(int argc, char **argv) {
     Device,
     Report,
     Quiet,
+    PrintCoverage,
     Help
   };
   static const option longOpts[] = {
@@ -113,6 +118,7 @@ int main(int argc, char **argv) {
       {"device", required_argument, nullptr, Device},
       {"report", required_argument, nullptr, Report},
       {"quiet", no_argument, nullptr, Quiet},
+      {"print-runtime-coverage", no_argument, nullptr, PrintCoverage},
       {"help", no_argument, nullptr, Help},
       {nullptr, 0, nullptr, 0}};
   opterr = 0;
@@ -164,6 +170,9 @@ int main(int argc, char **argv) {
     case Quiet:
       run.quiet = true;
       break;
+    case PrintCoverage:
+      fputs(comet::runtimeCoverageMarkdown().c_str(), stdout);
+      return 0;
     case Help:
       fputs(usage, stdout);
       return 0;
@@ -187,6 +196,11 @@ int main(int argc, char **argv) {
   if (std::string e = comet::CompiledStep::load(stepPath, step); !e.empty())
     return fail(e);
   const comet_aot_program &prog = step->program();
+  // Before any device work: a device that lacks an entry the step calls
+  // refuses it, naming each such entry.
+  if (std::string e = comet::checkDeviceCoverage(device, step->runtimeEntries());
+      !e.empty())
+    return fail(e);
   if (std::string(prog.compress) == "adaptive")
     return fail(stepPath +
                 " was compiled with --compress adaptive, whose bound tuner "

@@ -503,15 +503,17 @@ int main(int argc, char **argv) {
 
   comet::EngineOptions opts = engineFlags.options();
   if (device == Device::Cuda) {
-    // What reads tensors on the host stays on the CPU (docs/cuda.md).
-    if (opts.compress == comet::CompressMode::Adaptive)
-      return fail("--device cuda does not run the bound tuner: use "
-                  "--compress none or static");
+    // What reads tensors on the host stays on the CPU (docs/cuda.md). The
+    // bound tuner's statistics are runtime entries the CUDA backend lacks:
+    // the Engine refuses an adaptive graph on it (docs/runtime-coverage.md).
     if (!dumpGrads.empty() || !measureErrorModel.empty())
       return fail("--dump-grads and --measure-error-model read tensors on "
                   "the host: use --device cpu");
     opts.device = "cuda";
   }
+  // The error-model check reads the tuner's statistics of a static graph
+  // too.
+  opts.tunerStatistics = !measureErrorModel.empty();
   comet::tuner::TunerOptions tunerOpts;
   {
     tunerOpts.rule = boundRule;

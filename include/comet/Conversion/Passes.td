@@ -46,6 +46,11 @@ def CometLowerToRuntime : Pass<"comet-lower-to-runtime", "mlir::ModuleOp"> {
       `comet_rt_handle_free` at the end of its live interval (after its last
       decompress, or after the last ReluGrad that reads a fused mask
       decompress straight from the handle).
+    - With `tuner-statistics` (the default), a compress marked `comet.tune`
+      first calls `comet_rt_slot_observe_act`, and an op marked
+      `comet.observe` calls `comet_rt_slot_observe_grad` (and `_max`) on
+      its operands: the bound tuner's statistics. Without it the graph
+      calls neither, so it runs on a device that does not gather them.
     - With `check-errors`, a non-zero status (or a null buffer or handle)
       branches to an exit block that calls `comet_rt_step_abort`, which
       frees the buffers and handles still live, and returns the status.
@@ -81,6 +86,10 @@ def CometLowerToRuntime : Pass<"comet-lower-to-runtime", "mlir::ModuleOp"> {
            "Size of every dynamic dimension (0: dynamic dims are an error)">,
     Option<"checkErrors", "check-errors", "bool", /*default=*/"true",
            "Return the first non-zero runtime status">,
+    Option<"tunerStatistics", "tuner-statistics", "bool", /*default=*/"true",
+           "Call the bound tuner's statistics entries (slot_observe_*) where "
+           "comet.tune and comet.observe mark them; off, the graph calls none "
+           "(the site table keeps the consumers)">,
   ];
 }
 

@@ -83,6 +83,12 @@ struct EngineOptions {
   unsigned optLevel = 2;
   /// When set, the lowered IR (after comet-lower-to-runtime) is written here.
   std::string dumpLoweredIRPath;
+  /// The training graph calls the bound tuner's statistics entries
+  /// (comet_rt_slot_observe_*) with CompressMode::Adaptive, and with
+  /// Static only when this is set (comet-train --measure-error-model reads
+  /// them); a static graph without them runs on a device that does not
+  /// gather them (CUDA, docs/runtime-coverage.md).
+  bool tunerStatistics = false;
   /// JIT-compile the lowered graphs. Off (comet-compile, which emits them
   /// ahead of time): compile() lowers them and binds the buffers, but
   /// step() and evaluate() fail.

@@ -38,6 +38,7 @@ struct CompressLowering : OpRuntimeLoweringPattern<CompressOp> {
         slot = *s;
     }
     if (slot >= 0 && o->hasAttr(CometDialect::kTuneAttrName) &&
+        rt.callsTunerStatistics() &&
         failed(rt.call(Fn::slot_observe_act, {input, rt.i64(slot), rt.i64(0)})))
       return failure();
     int64_t site = rt.nextCompressSite();

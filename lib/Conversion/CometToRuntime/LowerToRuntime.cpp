@@ -352,7 +352,7 @@ LogicalResult RuntimeLowering::foldI64(Operation *op) {
 LogicalResult RuntimeLowering::emitObserves(Operation *op) {
   // The comet dialect's verifier has checked the entries and their operands.
   auto entries = op->getAttrOfType<ArrayAttr>(CometDialect::kObserveAttrName);
-  if (!entries)
+  if (!entries || !tunerStatistics)
     return success();
   for (auto e : entries.getAsRange<ObserveAttr>()) {
     Value dy = operand(op->getOperand(e.getGrad()));
@@ -535,7 +535,8 @@ struct LowerToRuntimePass
       }
       if (dynamic && failed(specializeShapes(f, batchSize)))
         return signalPassFailure();
-      RuntimeLowering lowering(f, module, *patterns, checkErrors);
+      RuntimeLowering lowering(f, module, *patterns, checkErrors,
+                               tunerStatistics);
       if (failed(lowering.run()))
         return signalPassFailure();
     }

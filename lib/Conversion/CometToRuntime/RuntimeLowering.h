@@ -38,9 +38,10 @@ class RuntimeLoweringPatternSet;
 class RuntimeLowering {
 public:
   RuntimeLowering(mlir::func::FuncOp f, mlir::ModuleOp module,
-                  const RuntimeLoweringPatternSet &patterns, bool checkErrors)
+                  const RuntimeLoweringPatternSet &patterns, bool checkErrors,
+                  bool tunerStatistics)
       : oldF(f), module(module), patterns(patterns), b(f.getContext()),
-        checkErrors(checkErrors), la(f) {}
+        checkErrors(checkErrors), tunerStatistics(tunerStatistics), la(f) {}
 
   /// Replaces the function by its lowered form.
   mlir::LogicalResult run();
@@ -51,6 +52,9 @@ public:
   const ActivationLiveness &liveness() const { return la; }
   /// Whether failed calls branch to the function's error exit.
   bool checksErrors() const { return checkErrors; }
+  /// Whether comet.tune and comet.observe become the bound tuner's
+  /// statistics calls (slot_observe_*).
+  bool callsTunerStatistics() const { return tunerStatistics; }
 
   /// The buffer of an operand, or null when absent (`none`).
   mlir::Value operand(mlir::Value v) {
@@ -130,6 +134,7 @@ private:
   const RuntimeLoweringPatternSet &patterns;
   mlir::OpBuilder b;
   bool checkErrors;
+  bool tunerStatistics;
   ActivationLiveness la;
   mlir::Location curLoc = mlir::UnknownLoc::get(oldF.getContext());
   llvm::DenseMap<mlir::Value, mlir::Value> buffers;

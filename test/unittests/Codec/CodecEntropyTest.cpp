@@ -62,12 +62,12 @@ protected:
   }
 
   static std::vector<uint8_t> compressWith(int entropy, const Input &in) {
-    EXPECT_EQ(comet_rt_codec_set_entropy(entropy), COMET_RT_OK);
+    EXPECT_EQ(comet_rt_codec_set_entropy(entropy), COMET_RT_SUCCESS);
     EXPECT_EQ(comet_rt_codec_get_entropy(), entropy);
     comet_rt_status st;
     auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, in.x.data(),
                          in.dims, in.eb, &st);
-    EXPECT_EQ(st, COMET_RT_OK);
+    EXPECT_EQ(st, COMET_RT_SUCCESS);
     return s;
   }
 
@@ -79,11 +79,11 @@ protected:
 
 TEST_F(CodecEntropy, SelectionIsChecked) {
   EXPECT_EQ(comet_rt_codec_get_entropy(), COMET_RT_CODEC_ENTROPY_AUTO);
-  EXPECT_EQ(comet_rt_codec_set_entropy(3), COMET_RT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(comet_rt_codec_set_entropy(-1), COMET_RT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(comet_rt_codec_set_entropy(3), COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(comet_rt_codec_set_entropy(-1), COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(comet_rt_codec_get_entropy(), COMET_RT_CODEC_ENTROPY_AUTO);
   for (int e : kSettings) {
-    ASSERT_EQ(comet_rt_codec_set_entropy(e), COMET_RT_OK);
+    ASSERT_EQ(comet_rt_codec_set_entropy(e), COMET_RT_SUCCESS);
     EXPECT_EQ(comet_rt_codec_get_entropy(), e);
   }
 }
@@ -105,7 +105,7 @@ TEST_F(CodecEntropy, EverySettingRoundTripsToTheSameValues) {
       ASSERT_EQ(comet_rt_codec_decompress(streams.back().data(),
                                           streams.back().size(), y.data(),
                                           y.size() * sizeof(float)),
-                COMET_RT_OK);
+                COMET_RT_SUCCESS);
       for (size_t i = 0; i < y.size(); ++i) {
         if (std::isnan(in.x[i]))
           ASSERT_TRUE(std::isnan(y[i])) << i;
@@ -189,13 +189,13 @@ TEST_F(CodecEntropy, RiceCodedChunksRoundTrip) {
       SCOPED_TRACE(std::to_string(dims.size()) + "-d" + (bf16 ? " bf16" : ""));
       for (int e :
            {COMET_RT_CODEC_ENTROPY_AUTO, COMET_RT_CODEC_ENTROPY_ALWAYS}) {
-        ASSERT_EQ(comet_rt_codec_set_entropy(e), COMET_RT_OK);
+        ASSERT_EQ(comet_rt_codec_set_entropy(e), COMET_RT_SUCCESS);
         comet_rt_status st;
         auto s = bf16 ? compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_BF16,
                                     xb.data(), dims, 1e-3, &st)
                       : compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
                                     x.data(), dims, 1e-3, &st);
-        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(st, COMET_RT_SUCCESS);
         auto coders = v2Coders(s);
         EXPECT_NE(std::find(coders.begin(), coders.end(), 1), coders.end());
         std::vector<float> y(x.size());
@@ -203,13 +203,13 @@ TEST_F(CodecEntropy, RiceCodedChunksRoundTrip) {
           std::vector<uint16_t> yb(x.size());
           ASSERT_EQ(comet_rt_codec_decompress(s.data(), s.size(), yb.data(),
                                               yb.size() * 2),
-                    COMET_RT_OK);
+                    COMET_RT_SUCCESS);
           for (size_t i = 0; i < y.size(); ++i)
             y[i] = fromBf16(yb[i]);
         } else {
           ASSERT_EQ(comet_rt_codec_decompress(s.data(), s.size(), y.data(),
                                               y.size() * 4),
-                    COMET_RT_OK);
+                    COMET_RT_SUCCESS);
         }
         for (size_t i = 0; i < x.size(); ++i) {
           const float xi = bf16 ? fromBf16(xb[i]) : x[i];
@@ -231,11 +231,11 @@ TEST_F(CodecEntropy, Version1IgnoresIt) {
   const Input in = inputs()[0];
   std::vector<std::vector<uint8_t>> streams;
   for (int e : kSettings) {
-    ASSERT_EQ(comet_rt_codec_set_entropy(e), COMET_RT_OK);
+    ASSERT_EQ(comet_rt_codec_set_entropy(e), COMET_RT_SUCCESS);
     comet_rt_status st;
     streams.push_back(compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
                                   in.x.data(), in.dims, in.eb, &st, 1));
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
   }
   EXPECT_EQ(streams[0], streams[1]);
   EXPECT_EQ(streams[0], streams[2]);

@@ -45,19 +45,19 @@ class CodecIsa : public ::testing::Test {
 protected:
   void SetUp() override {
     comet_rt_status st = comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AVX2);
-    if (st == COMET_RT_ERR_UNSUPPORTED) {
+    if (st == COMET_RT_ERROR_UNSUPPORTED) {
       // A CI machine must exercise both paths.
       if (const char *ci = std::getenv("CI"); ci && std::string(ci) == "true")
         FAIL() << "this CPU has no AVX2; the AVX2 path is untested";
       GTEST_SKIP() << "this CPU has no AVX2";
     }
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
   }
   void TearDown() override { comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AUTO); }
 
   std::vector<uint8_t> compressWith(int isa, comet_rt_dtype dtype,
                                     const void *data, uint64_t n, double eb) {
-    EXPECT_EQ(comet_rt_codec_set_isa(isa), COMET_RT_OK);
+    EXPECT_EQ(comet_rt_codec_set_isa(isa), COMET_RT_SUCCESS);
     EXPECT_EQ(comet_rt_codec_active_isa(), isa);
     comet_rt_status st;
     // Rows of 50 when they fit, so that the 2D Lorenzo mode is in play.
@@ -65,15 +65,15 @@ protected:
     if (n % 50 == 0)
       dims = {n / 50, 50};
     auto s = compressVec(COMET_RT_CODEC_SZ, dtype, data, dims, eb, &st);
-    EXPECT_EQ(st, COMET_RT_OK);
+    EXPECT_EQ(st, COMET_RT_SUCCESS);
     return s;
   }
 };
 
 TEST_F(CodecIsa, SelectionIsChecked) {
-  EXPECT_EQ(comet_rt_codec_set_isa(7), COMET_RT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(comet_rt_codec_set_isa(-1), COMET_RT_ERR_INVALID_ARGUMENT);
-  ASSERT_EQ(comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AUTO), COMET_RT_OK);
+  EXPECT_EQ(comet_rt_codec_set_isa(7), COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(comet_rt_codec_set_isa(-1), COMET_RT_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AUTO), COMET_RT_SUCCESS);
   EXPECT_EQ(comet_rt_codec_active_isa(), COMET_RT_CODEC_ISA_AVX2);
 }
 

@@ -113,14 +113,14 @@ TEST_P(CodecProperty, SzGuaranteesHold) {
         comet_rt_codec_set_num_threads(1);
         auto s1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                               {n}, eb, &st);
-        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(st, COMET_RT_SUCCESS);
         ASSERT_LE(s1.size(), comet_rt_codec_max_compressed_size(
                                  COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, n));
         // The same bytes on any thread count.
         comet_rt_codec_set_num_threads(3);
         auto s3 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                               {n}, eb, &st);
-        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(st, COMET_RT_SUCCESS);
         ASSERT_EQ(s1, s3);
         // And the same bytes twice.
         auto again = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
@@ -128,19 +128,19 @@ TEST_P(CodecProperty, SzGuaranteesHold) {
         ASSERT_EQ(s1, again);
 
         std::vector<float> y = decompressVec(s1, n, &st);
-        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(st, COMET_RT_SUCCESS);
         ASSERT_EQ(checkGuarantees(x, y, eb), 0u);
         comet_rt_codec_set_num_threads(1);
         std::vector<float> y1 = decompressVec(s1, n, &st);
-        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(st, COMET_RT_SUCCESS);
         ASSERT_TRUE(n == 0 ||
                     !std::memcmp(y.data(), y1.data(), n * sizeof(float)));
         // Version 1, which the decoder keeps reading, holds them too.
         auto v1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                               {n}, eb, &st, 1);
-        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(st, COMET_RT_SUCCESS);
         y1 = decompressVec(v1, n, &st);
-        ASSERT_EQ(st, COMET_RT_OK);
+        ASSERT_EQ(st, COMET_RT_SUCCESS);
         ASSERT_EQ(checkGuarantees(x, y1, eb), 0u);
       }
     }
@@ -154,17 +154,17 @@ TEST_P(CodecProperty, MaskAndRawSemantics) {
     comet_rt_status st;
     auto raw = compressVec(COMET_RT_CODEC_RAW, COMET_RT_DTYPE_F32, x.data(),
                            {n}, 0.0, &st);
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
     std::vector<float> y = decompressVec(raw, n, &st);
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
     ASSERT_TRUE(n == 0 || !std::memcmp(x.data(), y.data(), n * sizeof(float)));
 
     auto mask = compressVec(COMET_RT_CODEC_MASK, COMET_RT_DTYPE_F32, x.data(),
                             {n}, 0.0, &st);
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
     EXPECT_EQ(mask.size(), 128 + (n + 7) / 8); // 1 bit per element
     y = decompressVec(mask, n, &st);
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
     for (size_t i = 0; i < n; ++i)
       ASSERT_EQ(bitsOf(y[i]), bitsOf(x[i] > 0.0f ? 1.0f : 0.0f)) << i;
   }
@@ -208,13 +208,13 @@ TEST(CodecSz, ShapesKeepGuaranteesAndBytes) {
           comet_rt_codec_set_num_threads(1);
           auto s1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                                 dims, eb, &st);
-          ASSERT_EQ(st, COMET_RT_OK);
+          ASSERT_EQ(st, COMET_RT_SUCCESS);
           comet_rt_codec_set_num_threads(3);
           auto s3 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                                 dims, eb, &st);
           ASSERT_EQ(s1, s3);
           std::vector<float> y = decompressVec(s1, n, &st);
-          ASSERT_EQ(st, COMET_RT_OK);
+          ASSERT_EQ(st, COMET_RT_SUCCESS);
           ASSERT_EQ(checkGuarantees(x, y, eb), 0u);
         }
       }
@@ -230,10 +230,10 @@ TEST(CodecSz, PostReluZerosExactAndCompresses) {
   comet_rt_status st;
   auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                        {256, 256}, 1e-2, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   EXPECT_LT(s.size() * 8, x.size() * sizeof(float)); // better than 8x
   std::vector<float> y = decompressVec(s, x.size(), &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   for (size_t i = 0; i < x.size(); ++i)
     if (x[i] == 0.0f)
       ASSERT_EQ(bitsOf(y[i]), 0u) << i;
@@ -243,11 +243,11 @@ TEST(CodecSz, PostReluZerosExactAndCompresses) {
   std::vector<float> zeros(64 * 1000, 0.0f);
   s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, zeros.data(),
                   {zeros.size()}, 1e-3, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   EXPECT_EQ(s.size(), 128u + 4u * 16u);
   s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, zeros.data(),
                   {zeros.size()}, 1e-3, &st, 1);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   EXPECT_EQ(s.size(), 128u + 1000u);
 }
 
@@ -263,9 +263,9 @@ TEST(CodecSz, ExtremeResidualsStayInFormat) {
     comet_rt_status st;
     auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                          {x.size()}, 1.0, &st);
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
     std::vector<float> y = decompressVec(s, x.size(), &st);
-    ASSERT_EQ(st, COMET_RT_OK) << "n = " << n;
+    ASSERT_EQ(st, COMET_RT_SUCCESS) << "n = " << n;
     EXPECT_EQ(checkGuarantees(x, y, 1.0), 0u);
   }
 }
@@ -275,9 +275,9 @@ TEST(CodecSz, HeaderRecordsShapeAndBound) {
   comet_rt_status st;
   auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                        {2, 3, 5}, 0.125, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   comet_rt_codec_info info;
-  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
+  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_SUCCESS);
   EXPECT_EQ(info.version, 2u);
   EXPECT_EQ(info.codec, COMET_RT_CODEC_SZ);
   EXPECT_EQ(info.rank, 3u);
@@ -302,10 +302,10 @@ void check16(comet_rt_dtype dtype, Conv toFloat, uint16_t (*fromFloat)(float)) {
   for (double eb : {1e-4, 1e-2, 0.5}) {
     comet_rt_status st;
     auto s = compressVec(COMET_RT_CODEC_SZ, dtype, x.data(), {n}, eb, &st);
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
     std::vector<uint16_t> y(n);
     ASSERT_EQ(comet_rt_codec_decompress(s.data(), s.size(), y.data(), 2 * n),
-              COMET_RT_OK);
+              COMET_RT_SUCCESS);
     for (size_t i = 0; i < n; ++i) {
       float a = toFloat(x[i]), b = toFloat(y[i]);
       if (!std::isfinite(a))
@@ -366,11 +366,11 @@ TEST(CodecSz, CodedChunksGoBelowOneBitPerValue) {
   comet_rt_status st;
   auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                        {16, 28, 28}, 1e-2, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   EXPECT_EQ(v2Modes(s), std::vector<int>(4, 7));
   EXPECT_LT(s.size() * 8, x.size() / 2); // under half a bit per value
   std::vector<float> y = decompressVec(s, x.size(), &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   EXPECT_EQ(checkGuarantees(x, y, 1e-2), 0u);
   // Exact zeros and specials inside coded chunks.
   for (size_t i = 0; i < x.size(); i += 37)
@@ -391,12 +391,12 @@ TEST(CodecSz, CodedChunksGoBelowOneBitPerValue) {
     }
     s = compressVec(COMET_RT_CODEC_SZ, comet_rt_dtype(dtype), data,
                     {16, 28, 28}, 1e-2, &st);
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
     EXPECT_EQ(v2Modes(s), std::vector<int>(4, 7));
     std::vector<uint8_t> out(x.size() * (dtype == COMET_RT_DTYPE_F32 ? 4 : 2));
     ASSERT_EQ(
         comet_rt_codec_decompress(s.data(), s.size(), out.data(), out.size()),
-        COMET_RT_OK);
+        COMET_RT_SUCCESS);
     for (size_t i = 0; i < x.size(); ++i) {
       float in = x[i], got;
       if (dtype == COMET_RT_DTYPE_F32) {
@@ -438,9 +438,9 @@ TEST(CodecSz, Large256MB) {
   comet_rt_status st;
   auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(), {n},
                        1e-3, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   std::vector<float> y = decompressVec(s, n, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   ASSERT_EQ(checkGuarantees(x, y, 1e-3), 0u);
 }
 
@@ -453,29 +453,29 @@ TEST(CodecApi, RejectsBadArguments) {
     EXPECT_EQ(comet_rt_codec_compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x,
                                       dims, 1, eb, out.data(), out.size(),
                                       &size),
-              COMET_RT_ERR_INVALID_ARGUMENT)
+              COMET_RT_ERROR_INVALID_ARGUMENT)
         << eb;
   EXPECT_EQ(comet_rt_codec_compress(9, COMET_RT_DTYPE_F32, x, dims, 1, 1.0,
                                     out.data(), out.size(), &size),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(comet_rt_codec_compress(COMET_RT_CODEC_RAW, 7, x, dims, 1, 1.0,
                                     out.data(), out.size(), &size),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(comet_rt_codec_compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x,
                                     dims, 9, 1.0, out.data(), out.size(),
                                     &size),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   uint64_t overflow[2] = {uint64_t(1) << 40, uint64_t(1) << 40};
   EXPECT_EQ(comet_rt_codec_compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x,
                                     overflow, 2, 1.0, out.data(), out.size(),
                                     &size),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   // Too small an output buffer says so, and says the size it needs.
   EXPECT_EQ(comet_rt_codec_compress(COMET_RT_CODEC_RAW, COMET_RT_DTYPE_F32, x,
                                     dims, 1, 0.0, out.data(), 100, &size),
-            COMET_RT_ERR_BUFFER_TOO_SMALL);
+            COMET_RT_ERROR_BUFFER_TOO_SMALL);
   EXPECT_EQ(size, 128u + 16u);
-  EXPECT_STREQ(comet_rt_status_string(COMET_RT_ERR_CORRUPT), "corrupt stream");
+  EXPECT_STREQ(comet_rt_status_string(COMET_RT_ERROR_CORRUPT), "corrupt stream");
 }
 
 } // namespace

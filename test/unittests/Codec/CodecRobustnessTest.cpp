@@ -127,29 +127,29 @@ TEST(CodecRobustness, ValidSamplesDecode) {
   for (auto &s : sampleStreams()) {
     ASSERT_GT(s.size(), 128u);
     comet_rt_codec_info info;
-    ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
-    EXPECT_EQ(guardedDecode(s, info.decompressed_bytes), COMET_RT_OK);
+    ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_SUCCESS);
+    EXPECT_EQ(guardedDecode(s, info.decompressed_bytes), COMET_RT_SUCCESS);
     // One byte short of the output size is refused before any write.
     if (info.decompressed_bytes)
       EXPECT_EQ(guardedDecode(s, info.decompressed_bytes - 1),
-                COMET_RT_ERR_BUFFER_TOO_SMALL);
+                COMET_RT_ERROR_BUFFER_TOO_SMALL);
   }
 }
 
 TEST(CodecRobustness, EveryTruncationIsAnError) {
   for (auto &s : sampleStreams()) {
     comet_rt_codec_info info;
-    ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
+    ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_SUCCESS);
     for (size_t len = 0; len < s.size(); ++len) {
       std::vector<uint8_t> t(s.begin(), s.begin() + len);
       comet_rt_status st = guardedDecode(t, info.decompressed_bytes);
-      ASSERT_NE(st, COMET_RT_OK) << "length " << len;
+      ASSERT_NE(st, COMET_RT_SUCCESS) << "length " << len;
     }
     // A byte too many is an error as well: the sizes must add up.
     std::vector<uint8_t> longer = s;
     longer.push_back(0);
     EXPECT_EQ(guardedDecode(longer, info.decompressed_bytes),
-              COMET_RT_ERR_CORRUPT);
+              COMET_RT_ERROR_CORRUPT);
   }
 }
 
@@ -157,16 +157,16 @@ TEST(CodecRobustness, EveryBitFlipIsSafe) {
   size_t errors = 0, flips = 0;
   for (auto &s : sampleStreams()) {
     comet_rt_codec_info info;
-    ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
+    ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_SUCCESS);
     for (size_t bit = 0; bit < s.size() * 8; ++bit) {
       std::vector<uint8_t> t = s;
       t[bit / 8] ^= uint8_t(1u << (bit % 8));
       comet_rt_codec_info ti;
       size_t cap = info.decompressed_bytes;
-      if (comet_rt_codec_get_info(t.data(), t.size(), &ti) == COMET_RT_OK)
+      if (comet_rt_codec_get_info(t.data(), t.size(), &ti) == COMET_RT_SUCCESS)
         cap = std::min<uint64_t>(ti.decompressed_bytes, 1 << 20);
       comet_rt_status st = guardedDecode(t, cap);
-      errors += st != COMET_RT_OK;
+      errors += st != COMET_RT_SUCCESS;
       ++flips;
     }
   }
@@ -198,7 +198,7 @@ TEST(CodecRobustness, RandomBytesAreRejectedSafely) {
 TEST(CodecRobustness, SpecificCorruptionsV2) {
   auto s = sampleStreams()[0];
   comet_rt_codec_info info;
-  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
+  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_SUCCESS);
   ASSERT_EQ(info.version, 2u);
   ASSERT_GT(info.num_outliers, 0u);
   size_t cap = info.decompressed_bytes;
@@ -208,40 +208,40 @@ TEST(CodecRobustness, SpecificCorruptionsV2) {
   };
   auto t = s;
   t[4] = 3;
-  expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "version");
+  expectStatus(t, COMET_RT_ERROR_UNSUPPORTED, "version");
   t = s;
   t[104] = 32;
-  expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "blocks per chunk");
+  expectStatus(t, COMET_RT_ERROR_UNSUPPORTED, "blocks per chunk");
   t = s;
   t[96] = 2;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "chunk count");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "chunk count");
   t = s;
   t[128] += 1; // the chunk's size no longer matches the payload
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "chunk size");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "chunk size");
   t = s;
   t[132 + 3] = 0x01; // a block past the chunk's 4 is present
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "bitmap");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "bitmap");
   t = s;
   t[142] = 7 << 5; // mode 7
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "mode");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "mode");
   t = s;
   t[142] = 25; // dense, width 25
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "width");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "width");
   t = s;
   t[142] = 3 << 5 | 1; // raw with a width
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "raw param");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "raw param");
   // Outlier indices (u16, then the 4-byte values): past the end.
   t = s;
   size_t outIdx = s.size() - 6 * info.num_outliers;
   t[outIdx] = 0xFF;
   t[outIdx + 1] = 0xFF;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier index");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier index");
   t = s;
   t[132 + 8] += 1; // outlier count
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier count");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier count");
   t = s;
   t[120] += 1; // the header's outlier total
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier total");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier total");
 }
 
 // Hand-made inconsistencies in a coded chunk (mode 7; one chunk: bitmap
@@ -254,64 +254,64 @@ TEST(CodecRobustness, SpecificCorruptionsCoded) {
   comet_rt_status st;
   auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                        {4, 28, 28}, 1e-2, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   ASSERT_EQ(v2Modes(s), std::vector<int>{7});
   ASSERT_EQ(s[141], 0x80); // the flag; one outlier
   ASSERT_EQ(s[140], 1);
   const size_t cap = x.size() * 4;
-  ASSERT_EQ(guardedDecode(s, cap), COMET_RT_OK);
+  ASSERT_EQ(guardedDecode(s, cap), COMET_RT_SUCCESS);
   auto expectStatus = [&](std::vector<uint8_t> t, comet_rt_status want,
                           const char *what) {
     EXPECT_EQ(guardedDecode(t, cap), want) << what;
   };
   auto t = s;
   t[142] = uint8_t(7 << 5 | 2 << 2); // coder 2
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "coder");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "coder");
   t[142] = uint8_t(7 << 5 | 4 << 2); // coder 4 (bit 4 of the param)
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "coder 4");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "coder 4");
   t = s;
   t[142] = uint8_t(6 << 5 | (s[142] & 31)); // not mode 7
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "coded chunk's mode");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "coded chunk's mode");
   t = s;
   t[141] = 0; // flag cleared: block descriptors (the first is mode 7)
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "flag");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "flag");
   t = s;
   t[145] = 1; // the range coder's first byte is always 0
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "first byte");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "first byte");
   t = s;
   t[144] = 0xFF; // more range coder bytes than the chunk holds
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "range coder's byte count");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "range coder's byte count");
   t = s;
   t[143] += 1; // one of them taken from the raw bits
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "range coder's byte count + 1");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "range coder's byte count + 1");
   t = s;
   t[140] = 0; // no outlier: the index and value become coder bytes
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier count");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier count");
   t = s;
   size_t idx = s.size() - 6;
   t[idx] = 0x40; // 3136 + 0: index past the chunk
   t[idx + 1] = 0x0C;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier index");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier index");
   t = s;
   ASSERT_EQ(s[132] & 1, 0); // block 0 absent; the outlier moves there
   t[idx] = 10;
   t[idx + 1] = 0;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier in an absent block");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier in an absent block");
   t = s;
   t.insert(t.begin() + idx, 0); // a trailing raw byte
   t[128] += 1;
   t[112] += 1;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "trailing byte");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "trailing byte");
   // The 2-D predictors need rank >= 2.
   auto r1 = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                         {x.size()}, 1e-2, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   ASSERT_EQ(v2Modes(r1), std::vector<int>{7});
-  EXPECT_EQ(guardedDecode(r1, cap), COMET_RT_OK);
+  EXPECT_EQ(guardedDecode(r1, cap), COMET_RT_SUCCESS);
   for (uint8_t pred : {2, 3}) {
     t = r1;
     t[142] = uint8_t(7 << 5 | pred);
-    expectStatus(t, COMET_RT_ERR_CORRUPT, "2-D predictor at rank 1");
+    expectStatus(t, COMET_RT_ERROR_CORRUPT, "2-D predictor at rank 1");
   }
 }
 
@@ -328,44 +328,44 @@ TEST(CodecRobustness, SpecificCorruptionsRice) {
   comet_rt_status st;
   auto s = compressVec(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(),
                        {40, 64}, 1e-2, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   ASSERT_EQ(v2Coders(s), std::vector<int>{1});
   ASSERT_EQ(s[141], 0x80); // the flag; one outlier
   ASSERT_EQ(s[140], 1);
   const size_t cap = x.size() * 4;
-  ASSERT_EQ(guardedDecode(s, cap), COMET_RT_OK);
+  ASSERT_EQ(guardedDecode(s, cap), COMET_RT_SUCCESS);
   auto expectStatus = [&](std::vector<uint8_t> t, comet_rt_status want,
                           const char *what) {
     EXPECT_EQ(guardedDecode(t, cap), want) << what;
   };
   auto t = s;
   t[143] |= 31; // context 0's k: 31 > 24
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "k above 24");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "k above 24");
   t = s;
   size_t idx = s.size() - 6;    // the outlier's index, then its value
   t.insert(t.begin() + idx, 0); // a trailing code byte
   t[128] += 1;
   t[112] += 1;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "trailing byte");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "trailing byte");
   t = s;
   t.erase(t.begin() + idx - 1); // the last code byte
   t[128] -= 1;
   t[112] -= 1;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "codes cut short");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "codes cut short");
   t = s;
   t[140] = 0; // no outlier: its index and value become code bytes
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier count");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier count");
   // The header alone, with codes of all zeros: a unary part past 2^25.
   t = s;
   std::fill(t.begin() + 153, t.begin() + idx, 0);
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "all-zero codes");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "all-zero codes");
 }
 
 // The same for a version 1 stream.
 TEST(CodecRobustness, SpecificCorruptions) {
   auto s = sampleStreams().back();
   comet_rt_codec_info info;
-  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
+  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_SUCCESS);
   ASSERT_GT(info.num_outliers, 0u);
   size_t cap = info.decompressed_bytes;
   auto expectStatus = [&](std::vector<uint8_t> t, comet_rt_status want,
@@ -374,36 +374,36 @@ TEST(CodecRobustness, SpecificCorruptions) {
   };
   auto t = s;
   t[0] = 'X';
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "magic");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "magic");
   ASSERT_EQ(info.version, 1u);
   t = s;
   t[4] = 3;
-  expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "version");
+  expectStatus(t, COMET_RT_ERROR_UNSUPPORTED, "version");
   t = s;
   t[6] = 3;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "codec");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "codec");
   t = s;
   t[12] = 32;
-  expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "block size");
+  expectStatus(t, COMET_RT_ERROR_UNSUPPORTED, "block size");
   t = s;
   double badEb = -1;
   std::memcpy(&t[16], &badEb, 8);
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "eb");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "eb");
   t = s;
   t[128] = 0x3F; // dense, width 63
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "width");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "width");
   // Outlier indices: the first index points past the end.
   t = s;
   size_t outIdx = s.size() - 12 * info.num_outliers;
   uint64_t big = 1000;
   std::memcpy(&t[outIdx], &big, 8);
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier index");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier index");
   t = s;
   t[40] = 99; // dims[1] no longer matches the element count
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "dims");
-  expectStatus({}, COMET_RT_ERR_TRUNCATED, "empty");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "dims");
+  expectStatus({}, COMET_RT_ERROR_TRUNCATED, "empty");
   EXPECT_EQ(comet_rt_codec_decompress(nullptr, 10, nullptr, 0),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
 } // namespace

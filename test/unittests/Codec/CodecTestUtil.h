@@ -94,7 +94,7 @@ compressVec(comet_rt_codec codec, comet_rt_dtype dtype, const void *data,
   *st = comet_rt_codec_compress_version(version, codec, dtype, data,
                                         dims.data(), uint32_t(dims.size()), eb,
                                         out.data(), out.size(), &size);
-  out.resize(*st == COMET_RT_OK ? size : 0);
+  out.resize(*st == COMET_RT_SUCCESS ? size : 0);
   return out;
 }
 
@@ -122,7 +122,7 @@ inline std::vector<float> makeAttention(size_t maps, size_t seq,
 inline std::vector<int> v2Modes(const std::vector<uint8_t> &s) {
   std::vector<int> modes;
   comet_rt_codec_info info;
-  if (comet_rt_codec_get_info(s.data(), s.size(), &info) != COMET_RT_OK ||
+  if (comet_rt_codec_get_info(s.data(), s.size(), &info) != COMET_RT_SUCCESS ||
       info.version != 2 || info.codec != COMET_RT_CODEC_SZ)
     return modes;
   uint64_t chunks = (info.num_elements + 4095) / 4096, off = 128 + 4 * chunks;
@@ -149,7 +149,7 @@ inline std::vector<int> v2Modes(const std::vector<uint8_t> &s) {
 inline std::vector<int> v2Coders(const std::vector<uint8_t> &s) {
   std::vector<int> coders;
   comet_rt_codec_info info;
-  if (comet_rt_codec_get_info(s.data(), s.size(), &info) != COMET_RT_OK ||
+  if (comet_rt_codec_get_info(s.data(), s.size(), &info) != COMET_RT_SUCCESS ||
       info.version != 2 || info.codec != COMET_RT_CODEC_SZ)
     return coders;
   uint64_t chunks = (info.num_elements + 4095) / 4096, off = 128 + 4 * chunks;

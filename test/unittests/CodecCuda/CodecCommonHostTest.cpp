@@ -36,7 +36,7 @@ std::vector<uint8_t> cpuCompress(int dtype, const void *x, uint64_t n,
   size_t size = 0;
   EXPECT_EQ(comet_rt_codec_compress_version(1, COMET_RT_CODEC_SZ, dtype, x, &n,
                                             1, eb, s.data(), s.size(), &size),
-            COMET_RT_OK);
+            COMET_RT_SUCCESS);
   s.resize(size);
   return s;
 }
@@ -95,7 +95,7 @@ void checkAgainstCpu(int dtype, const std::vector<uint32_t> &bits, double eb) {
   ASSERT_GT(s.size(), kHeaderSize);
   std::vector<uint8_t> y(input.size());
   ASSERT_EQ(comet_rt_codec_decompress(s.data(), s.size(), y.data(), y.size()),
-            COMET_RT_OK);
+            COMET_RT_SUCCESS);
   QuantParams qp;
   ASSERT_TRUE(quantParams(eb, qp));
   size_t mismatches = 0, quantized = 0;
@@ -173,7 +173,7 @@ TEST(CodecCommonHost, HeaderStatusMatchesCpu) {
       ASSERT_EQ(comet_rt_codec_compress_version(1, codec, dtype, x.data(), dims,
                                                 2, 1e-2, s.data(), s.size(),
                                                 &size),
-                COMET_RT_OK);
+                COMET_RT_SUCCESS);
       s.resize(size);
       streams.push_back(s);
     }
@@ -186,7 +186,7 @@ TEST(CodecCommonHost, HeaderStatusMatchesCpu) {
     Header h;
     comet_rt_status common = parseHeader(hb, t.size(), h);
     ASSERT_EQ(common, cpu) << "size " << t.size();
-    if (cpu == COMET_RT_OK) {
+    if (cpu == COMET_RT_SUCCESS) {
       EXPECT_EQ(h.totalBytes, info.compressed_bytes);
       EXPECT_EQ(h.numSparse, info.num_sparse_blocks);
       EXPECT_EQ(h.numOutliers, info.num_outliers);
@@ -220,7 +220,7 @@ TEST(CodecCommonHost, EbRangeMatchesCpu) {
     size_t size;
     bool cpu = comet_rt_codec_compress_version(
                    1, COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, &x, &n, 1, eb,
-                   s.data(), s.size(), &size) == COMET_RT_OK;
+                   s.data(), s.size(), &size) == COMET_RT_SUCCESS;
     QuantParams qp;
     EXPECT_EQ(quantParams(eb, qp), cpu) << eb;
   }

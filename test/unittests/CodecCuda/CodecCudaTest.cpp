@@ -84,7 +84,7 @@ Bytes cpuCompress(int codec, int dtype, const void *x,
   *st = comet_rt_codec_compress_version(1, codec, dtype, x, dims.data(),
                                         uint32_t(dims.size()), eb, out.data(),
                                         out.size(), &size);
-  out.resize(*st == COMET_RT_OK ? size : 0);
+  out.resize(*st == COMET_RT_SUCCESS ? size : 0);
   return out;
 }
 
@@ -100,7 +100,7 @@ Bytes gpuCompress(int codec, int dtype, const void *x,
   *st = comet_rt_codec_cuda_compress(codec, dtype, dx.p, dims.data(),
                                      uint32_t(dims.size()), eb, dout.p, cap,
                                      &size, stream);
-  if (*st != COMET_RT_OK)
+  if (*st != COMET_RT_SUCCESS)
     return {};
   EXPECT_LE(size, cap);
   return download(dout.p, size);
@@ -173,20 +173,20 @@ void crossCheck(int codec, int dtype, const void *x, std::vector<uint64_t> dims,
                 double eb, Bytes *decoded = nullptr) {
   comet_rt_status st;
   Bytes cpu = cpuCompress(codec, dtype, x, dims, eb, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   Bytes gpu = gpuCompress(codec, dtype, x, dims, eb, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   ASSERT_EQ(gpu.size(), cpu.size());
   ASSERT_TRUE(gpu == cpu) << "GPU and CPU streams differ";
   const size_t outBytes = product(dims) * elemSize(dtype);
   Decoded onCpu = cpuDecompress(gpu, outBytes); // CPU decodes the GPU stream
   Decoded onGpu = gpuDecompress(cpu, outBytes); // GPU decodes the CPU stream
-  ASSERT_EQ(onCpu.st, COMET_RT_OK);
-  ASSERT_EQ(onGpu.st, COMET_RT_OK);
+  ASSERT_EQ(onCpu.st, COMET_RT_SUCCESS);
+  ASSERT_EQ(onGpu.st, COMET_RT_SUCCESS);
   ASSERT_TRUE(onCpu.out == onGpu.out) << "decodings differ";
   // Deterministic: the same bytes again.
   Bytes again = gpuCompress(codec, dtype, x, dims, eb, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   ASSERT_TRUE(again == gpu);
   if (decoded)
     *decoded = std::move(onGpu.out);
@@ -231,10 +231,10 @@ TEST(CodecCudaFixtures, CompressAndDecompressByteExact) {
     Bytes output = readFile(dir + "/" + out);
     comet_rt_status st;
     Bytes s = gpuCompress(c, t, input.data(), dims, eb, &st);
-    ASSERT_EQ(st, COMET_RT_OK);
+    ASSERT_EQ(st, COMET_RT_SUCCESS);
     ASSERT_TRUE(s == expected) << "GPU stream differs from the test vector";
     Decoded d = gpuDecompress(expected, output.size());
-    ASSERT_EQ(d.st, COMET_RT_OK);
+    ASSERT_EQ(d.st, COMET_RT_SUCCESS);
     ASSERT_TRUE(d.out == output) << "GPU decoding differs from the vector";
     ++cases;
   }
@@ -321,10 +321,10 @@ TEST(CodecCuda, ZerosCostOneByteAndStayZero) {
   comet_rt_status st;
   Bytes s = gpuCompress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, zeros.data(),
                         {zeros.size()}, 1e-3, &st);
-  ASSERT_EQ(st, COMET_RT_OK);
+  ASSERT_EQ(st, COMET_RT_SUCCESS);
   EXPECT_EQ(s.size(), 128u + 1000u);
   Decoded d = gpuDecompress(s, zeros.size() * 4);
-  ASSERT_EQ(d.st, COMET_RT_OK);
+  ASSERT_EQ(d.st, COMET_RT_SUCCESS);
   EXPECT_TRUE(std::all_of(d.out.begin(), d.out.end(),
                           [](uint8_t b) { return b == 0; }));
 }
@@ -371,19 +371,19 @@ TEST(CodecCuda, AsyncOnCallerStream) {
   ASSERT_EQ(comet_rt_codec_cuda_compress_async(
                 COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, dx.p, &n, 1, 1e-2, ds.p,
                 cap, dsize.as<uint64_t>(), stream),
-            COMET_RT_OK);
+            COMET_RT_SUCCESS);
   // The decoder needs the stream's length: the one word read back.
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   uint64_t size = 0;
   ASSERT_EQ(cudaMemcpy(&size, dsize.p, 8, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(comet_rt_codec_cuda_decompress_async(ds.p, size, dy.p, n * 4,
                                                  dstatus.as<int32_t>(), stream),
-            COMET_RT_OK);
+            COMET_RT_SUCCESS);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   int32_t status = -1;
   ASSERT_EQ(cudaMemcpy(&status, dstatus.p, 4, cudaMemcpyDeviceToHost),
             cudaSuccess);
-  EXPECT_EQ(status, COMET_RT_OK);
+  EXPECT_EQ(status, COMET_RT_SUCCESS);
   comet_rt_status st;
   Bytes cpu = cpuCompress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, x.data(), {n},
                           1e-2, &st);
@@ -406,18 +406,18 @@ TEST(CodecCuda, RejectsBadArguments) {
   for (double eb : {0.0, -1.0, std::nan(""), HUGE_VAL, 1e-300, 1e300})
     EXPECT_EQ(
         compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, dims, 1, eb, 4096),
-        COMET_RT_ERR_INVALID_ARGUMENT)
+        COMET_RT_ERROR_INVALID_ARGUMENT)
         << eb;
   EXPECT_EQ(compress(9, COMET_RT_DTYPE_F32, dims, 1, 1.0, 4096),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(compress(COMET_RT_CODEC_RAW, 7, dims, 1, 1.0, 4096),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, dims, 9, 1.0, 4096),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   uint64_t overflow[2] = {uint64_t(1) << 40, uint64_t(1) << 40};
   EXPECT_EQ(
       compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, overflow, 2, 1.0, 4096),
-      COMET_RT_ERR_INVALID_ARGUMENT);
+      COMET_RT_ERROR_INVALID_ARGUMENT);
   // The output must hold the worst case, which *out_size reports.
   const size_t worst = comet_rt_codec_cuda_max_compressed_size(
       COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, 4);
@@ -425,14 +425,14 @@ TEST(CodecCuda, RejectsBadArguments) {
                                                       COMET_RT_DTYPE_F32, 4));
   EXPECT_EQ(
       compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, dims, 1, 1.0, worst - 1),
-      COMET_RT_ERR_BUFFER_TOO_SMALL);
+      COMET_RT_ERROR_BUFFER_TOO_SMALL);
   EXPECT_EQ(size, worst);
   EXPECT_EQ(comet_rt_codec_cuda_compress(COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32,
                                          dx.p, dims, 1, 1.0, dout.p, 4096,
                                          nullptr, nullptr),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(comet_rt_codec_cuda_decompress(nullptr, 10, dout.p, 16, nullptr),
-            COMET_RT_ERR_INVALID_ARGUMENT);
+            COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
 //===----------------------------------------------------------------------===//
@@ -467,7 +467,7 @@ std::vector<Bytes> sampleStreams() {
 void sameAsCpu(const Bytes &t, size_t capacity, const std::string &what) {
   Decoded c = cpuDecompress(t, capacity), g = gpuDecompress(t, capacity);
   ASSERT_EQ(g.st, c.st) << what;
-  if (c.st == COMET_RT_OK)
+  if (c.st == COMET_RT_SUCCESS)
     ASSERT_TRUE(g.out == c.out) << what;
 }
 
@@ -475,7 +475,7 @@ TEST(CodecCudaRobustness, TruncationsAndFlipsGiveTheCpuStatus) {
   size_t errors = 0, flips = 0;
   for (const Bytes &s : sampleStreams()) {
     comet_rt_codec_info info;
-    ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
+    ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_SUCCESS);
     const size_t cap = info.decompressed_bytes;
     sameAsCpu(s, cap, "valid");
     if (cap)
@@ -494,14 +494,14 @@ TEST(CodecCudaRobustness, TruncationsAndFlipsGiveTheCpuStatus) {
       t[bit / 8] ^= uint8_t(1u << (bit % 8));
       comet_rt_codec_info ti;
       size_t c = cap;
-      if (comet_rt_codec_get_info(t.data(), t.size(), &ti) == COMET_RT_OK)
+      if (comet_rt_codec_get_info(t.data(), t.size(), &ti) == COMET_RT_SUCCESS)
         c = std::min<uint64_t>(ti.decompressed_bytes, 1 << 20);
       Decoded g = gpuDecompress(t, c);
       Decoded cpu = cpuDecompress(t, c);
       ASSERT_EQ(g.st, cpu.st) << "bit " << bit;
-      if (cpu.st == COMET_RT_OK)
+      if (cpu.st == COMET_RT_SUCCESS)
         ASSERT_TRUE(g.out == cpu.out) << "bit " << bit;
-      errors += g.st != COMET_RT_OK;
+      errors += g.st != COMET_RT_SUCCESS;
       ++flips;
     }
   }
@@ -530,7 +530,7 @@ TEST(CodecCudaRobustness, RandomBytesGiveTheCpuStatus) {
 TEST(CodecCudaRobustness, SpecificCorruptions) {
   Bytes s = sampleStreams()[0];
   comet_rt_codec_info info;
-  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_OK);
+  ASSERT_EQ(comet_rt_codec_get_info(s.data(), s.size(), &info), COMET_RT_SUCCESS);
   ASSERT_GT(info.num_outliers, 0u);
   const size_t cap = info.decompressed_bytes;
   auto expectStatus = [&](Bytes t, comet_rt_status want, const char *what) {
@@ -538,24 +538,24 @@ TEST(CodecCudaRobustness, SpecificCorruptions) {
   };
   Bytes t = s;
   t[0] = 'X';
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "magic");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "magic");
   t = s;
   t[4] = 2;
-  expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "version");
+  expectStatus(t, COMET_RT_ERROR_UNSUPPORTED, "version");
   t = s;
   t[12] = 32;
-  expectStatus(t, COMET_RT_ERR_UNSUPPORTED, "block size");
+  expectStatus(t, COMET_RT_ERROR_UNSUPPORTED, "block size");
   t = s;
   t[128] = 0x3F;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "width");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "width");
   t = s;
   uint64_t big = 1000;
   std::memcpy(&t[s.size() - 12 * info.num_outliers], &big, 8);
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "outlier index");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "outlier index");
   t = s;
   t[40] = 99;
-  expectStatus(t, COMET_RT_ERR_CORRUPT, "dims");
-  expectStatus({}, COMET_RT_ERR_TRUNCATED, "empty");
+  expectStatus(t, COMET_RT_ERROR_CORRUPT, "dims");
+  expectStatus({}, COMET_RT_ERROR_TRUNCATED, "empty");
 }
 
 } // namespace

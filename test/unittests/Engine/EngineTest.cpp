@@ -1,5 +1,7 @@
 //===- EngineTest.cpp - comet::Engine and the compressed-handle ABI -------===//
 #include "comet/Engine/Engine.h"
+#include "comet/Tuner/EngineTuner.h"
+#include "comet/driver/Coverage.h"
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/codec.h"
 #include "comet/runtime/exec.h"
@@ -7,6 +9,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -286,6 +289,68 @@ TEST(Engine, TrainsLeNetAndAccountsExactly) {
   EXPECT_GE(correct, 0);
   EXPECT_LE(correct, 11);
   EXPECT_TRUE(std::isfinite(meanLoss));
+}
+
+// The bound tuner's statistics calls are compiled in only where something
+// reads them: a static graph calls none, so the CUDA backend, which does not
+// gather them, covers it; an adaptive graph, or a static one compiled with
+// tunerStatistics (--measure-error-model), calls them.
+TEST(Engine, TunerStatisticsOnlyWhereRead) {
+  struct Compiled {
+    std::unique_ptr<comet::Engine> engine;
+    std::vector<std::string> entries;
+  };
+  auto compile = [](comet::CompressMode mode, bool statistics) {
+    Compiled c;
+    auto e = comet::Engine::load(fixture("lenet"));
+    EXPECT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
+    c.engine = std::move(*e);
+    comet::EngineOptions o;
+    o.batchSize = 16;
+    o.compress = mode;
+    o.compressOptions = "min-bytes=1024";
+    o.tunerStatistics = statistics;
+    o.jit = false;
+    o.optimizerPath = comet::EngineOptions::kBuiltinOptimizer;
+    llvm::Error err = c.engine->compile(o);
+    EXPECT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
+    c.entries = c.engine->trainer().trainEntry().runtimeEntries;
+    return c;
+  };
+  auto calls = [](const Compiled &c, const char *entry) {
+    return std::find(c.entries.begin(), c.entries.end(), entry) !=
+           c.entries.end();
+  };
+
+  Compiled plain = compile(comet::CompressMode::Static, false);
+  EXPECT_TRUE(calls(plain, "compress"));
+  EXPECT_FALSE(calls(plain, "slot_observe_act"));
+  EXPECT_FALSE(calls(plain, "slot_observe_grad"));
+  EXPECT_EQ(comet::checkDeviceCoverage("cuda", plain.entries), "");
+  // The site table keeps the consumers; a tuner on this engine would read
+  // nothing and is refused.
+  comet::EngineStats s = plain.engine->stats();
+  EXPECT_TRUE(std::any_of(s.sites.begin(), s.sites.end(),
+                          [](const comet::SiteStats &site) {
+                            return site.slot >= 0 && !site.consumers.empty();
+                          }));
+  auto tuner = comet::EngineTuner::create(*plain.engine, {});
+  ASSERT_FALSE(static_cast<bool>(tuner));
+  EXPECT_NE(llvm::toString(tuner.takeError())
+                .find("does not gather the bound tuner's statistics"),
+            std::string::npos);
+
+  for (bool adaptive : {false, true}) {
+    Compiled c = adaptive ? compile(comet::CompressMode::Adaptive, false)
+                          : compile(comet::CompressMode::Static, true);
+    EXPECT_TRUE(calls(c, "slot_observe_act"));
+    EXPECT_TRUE(calls(c, "slot_observe_grad"));
+    EXPECT_NE(comet::checkDeviceCoverage("cuda", c.entries)
+                  .find("comet_rt_slot_observe_act"),
+              std::string::npos);
+    auto t = comet::EngineTuner::create(*c.engine, {});
+    EXPECT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
+  }
 }
 
 // A step that fails part-way (the loss kernel rejects a label) frees every

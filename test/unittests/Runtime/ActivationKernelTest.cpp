@@ -17,8 +17,8 @@ namespace {
 
 TEST(Activations, SigmoidAndTanhMatchTheFormulas) {
   F x = randomF({2, 3, 5, 7}, 11, -6, 6), s(x.dims), t(x.dims);
-  ASSERT_RT(_mlir_ciface_comet_rt_sigmoid(nullptr, &x, &s));
-  ASSERT_RT(_mlir_ciface_comet_rt_tanh(nullptr, &x, &t));
+  ASSERT_RT(dev::sigmoid(nullptr, &x, &s));
+  ASSERT_RT(dev::tanh(nullptr, &x, &t));
   std::vector<double> ws, wt;
   for (float v : x.v) {
     ws.push_back(1.0 / (1.0 + std::exp(-(double)v)));
@@ -28,8 +28,8 @@ TEST(Activations, SigmoidAndTanhMatchTheFormulas) {
   expectNear(t.v, wt, 1e-6, "tanh");
 
   F dy = randomF(x.dims, 12), ds(x.dims), dt(x.dims);
-  ASSERT_RT(_mlir_ciface_comet_rt_sigmoid_grad(nullptr, &dy, &s, &ds));
-  ASSERT_RT(_mlir_ciface_comet_rt_tanh_grad(nullptr, &dy, &t, &dt));
+  ASSERT_RT(dev::sigmoid_grad(nullptr, &dy, &s, &ds));
+  ASSERT_RT(dev::tanh_grad(nullptr, &dy, &t, &dt));
   std::vector<double> wds, wdt;
   for (int64_t i = 0; i < x.size(); ++i) {
     wds.push_back((double)dy[i] * s[i] * (1.0 - s[i]));
@@ -39,8 +39,8 @@ TEST(Activations, SigmoidAndTanhMatchTheFormulas) {
   expectNear(dt.v, wdt, 1e-6, "tanh_grad");
 
   F bad({2, 3, 5, 6});
-  EXPECT_NE(_mlir_ciface_comet_rt_sigmoid(nullptr, &x, &bad), COMET_RT_SUCCESS);
-  EXPECT_NE(_mlir_ciface_comet_rt_tanh_grad(nullptr, &dy, &t, &bad),
+  EXPECT_NE(dev::sigmoid(nullptr, &x, &bad), COMET_RT_SUCCESS);
+  EXPECT_NE(dev::tanh_grad(nullptr, &dy, &t, &bad),
             COMET_RT_SUCCESS);
 }
 
@@ -48,8 +48,8 @@ TEST(FiniteDifferences, SigmoidGradAndTanhGradFromTheOutput) {
   F x = randomF({2, 3, 4}, 13, -2, 2), r = randomF(x.dims, 14), y(x.dims);
   for (bool sigmoid : {true, false}) {
     auto fwd = [&] {
-      int32_t rc = sigmoid ? _mlir_ciface_comet_rt_sigmoid(nullptr, &x, &y)
-                           : _mlir_ciface_comet_rt_tanh(nullptr, &x, &y);
+      int32_t rc = sigmoid ? dev::sigmoid(nullptr, &x, &y)
+                           : dev::tanh(nullptr, &x, &y);
       EXPECT_EQ(rc, COMET_RT_SUCCESS);
     };
     auto loss = [&] {
@@ -59,8 +59,8 @@ TEST(FiniteDifferences, SigmoidGradAndTanhGradFromTheOutput) {
     fwd();
     // The gradient reads Y, as ORT's SigmoidGrad and TanhGrad do.
     F dx(x.dims);
-    ASSERT_RT(sigmoid ? _mlir_ciface_comet_rt_sigmoid_grad(nullptr, &r, &y, &dx)
-                      : _mlir_ciface_comet_rt_tanh_grad(nullptr, &r, &y, &dx));
+    ASSERT_RT(sigmoid ? dev::sigmoid_grad(nullptr, &r, &y, &dx)
+                      : dev::tanh_grad(nullptr, &r, &y, &dx));
     checkGrad(x, dx, loss, sigmoid ? "sigmoid dX" : "tanh dX");
   }
 }
@@ -81,9 +81,9 @@ TEST(Activations, QuickGeluMatchesTheFormula) {
   F x = randomF({2, 3, 5, 7}, 15, -12, 12), dy = randomF(x.dims, 16);
   for (float alpha : {1.0f, 1.702f, -0.5f, 0.0f}) {
     F y(x.dims), dx(x.dims);
-    ASSERT_RT(_mlir_ciface_comet_rt_quick_gelu(nullptr, &x, &y, alpha));
+    ASSERT_RT(dev::quick_gelu(nullptr, &x, &y, alpha));
     ASSERT_RT(
-        _mlir_ciface_comet_rt_quick_gelu_grad(nullptr, &dy, &x, &dx, alpha));
+        dev::quick_gelu_grad(nullptr, &dy, &x, &dx, alpha));
     std::vector<double> wy(x.size()), wdx(x.size());
     for (int64_t i = 0; i < x.size(); ++i)
       quickGelu(x[i], dy[i], alpha, wy[i], wdx[i]);
@@ -92,15 +92,15 @@ TEST(Activations, QuickGeluMatchesTheFormula) {
     expectNear(dx.v, wdx, 1e-5, ("quick_gelu_grad " + what).c_str());
   }
   F bad({2, 3, 5, 6});
-  EXPECT_NE(_mlir_ciface_comet_rt_quick_gelu(nullptr, &x, &bad, 1.0f),
+  EXPECT_NE(dev::quick_gelu(nullptr, &x, &bad, 1.0f),
             COMET_RT_SUCCESS);
-  EXPECT_NE(_mlir_ciface_comet_rt_quick_gelu_grad(nullptr, &dy, &x, &bad, 1.0f),
+  EXPECT_NE(dev::quick_gelu_grad(nullptr, &dy, &x, &bad, 1.0f),
             COMET_RT_SUCCESS);
   F y(x.dims);
-  EXPECT_NE(_mlir_ciface_comet_rt_quick_gelu(nullptr, &x, &y, NAN),
+  EXPECT_NE(dev::quick_gelu(nullptr, &x, &y, NAN),
             COMET_RT_SUCCESS);
   EXPECT_NE(
-      _mlir_ciface_comet_rt_quick_gelu_grad(nullptr, &dy, &x, &y, INFINITY),
+      dev::quick_gelu_grad(nullptr, &dy, &x, &y, INFINITY),
       COMET_RT_SUCCESS);
 }
 
@@ -108,13 +108,13 @@ TEST(FiniteDifferences, QuickGeluGradFromTheInput) {
   F x = randomF({2, 3, 4}, 17, -3, 3), r = randomF(x.dims, 18), y(x.dims);
   for (float alpha : {1.0f, 1.702f}) {
     auto loss = [&] {
-      EXPECT_EQ(_mlir_ciface_comet_rt_quick_gelu(nullptr, &x, &y, alpha),
+      EXPECT_EQ(dev::quick_gelu(nullptr, &x, &y, alpha),
                 COMET_RT_SUCCESS);
       return dot(r, y);
     };
     F dx(x.dims);
     ASSERT_RT(
-        _mlir_ciface_comet_rt_quick_gelu_grad(nullptr, &r, &x, &dx, alpha));
+        dev::quick_gelu_grad(nullptr, &r, &x, &dx, alpha));
     checkGrad(x, dx, loss, alpha == 1.0f ? "silu dX" : "quick_gelu dX");
   }
 }
@@ -146,13 +146,13 @@ std::vector<double> naiveAvgPool(const F &x, const std::vector<int64_t> &yd,
 }
 
 int32_t avgpool(F &x, F &y, const PoolP &p) {
-  return _mlir_ciface_comet_rt_avgpool2d(nullptr, &x, &y, p.kH, p.kW, p.sH,
+  return dev::avgpool2d(nullptr, &x, &y, p.kH, p.kW, p.sH,
                                          p.sW, p.pT, p.pL, p.pB, p.pR,
                                          p.includePad);
 }
 
 int32_t avgpoolGrad(F &dy, F &dx, const PoolP &p) {
-  return _mlir_ciface_comet_rt_avgpool_grad2d(nullptr, &dy, &dx, p.kH, p.kW,
+  return dev::avgpool_grad2d(nullptr, &dy, &dx, p.kH, p.kW,
                                               p.sH, p.sW, p.pT, p.pL, p.pB,
                                               p.pR, p.includePad);
 }
@@ -267,16 +267,16 @@ TEST(Pad, PadsCropsAndFillsAsTheNaiveIndexMap) {
     F x = randomF(c.x, seed++), y(c.y), v({1}, {0.5f}), nv = none();
     I p({(int64_t)c.pads.size()}, c.pads);
     ASSERT_RT(
-        _mlir_ciface_comet_rt_pad(nullptr, &x, &p, c.value ? &v : &nv, &y));
+        dev::pad(nullptr, &x, &p, c.value ? &v : &nv, &y));
     expectNear(y.v, naivePad(x, c.pads, c.y, c.value ? 0.5f : 0.0f), 0, "pad");
   }
   F x = randomF({2, 3}, 70), y({2, 4});
   I p({4}, {0, 0, 0, 0});
-  EXPECT_NE(_mlir_ciface_comet_rt_pad(nullptr, &x, &p, nullptr, &y),
+  EXPECT_NE(dev::pad(nullptr, &x, &p, nullptr, &y),
             COMET_RT_SUCCESS);
   I three({3}, {0, 0, 0});
   F same({2, 3});
-  EXPECT_NE(_mlir_ciface_comet_rt_pad(nullptr, &x, &three, nullptr, &same),
+  EXPECT_NE(dev::pad(nullptr, &x, &three, nullptr, &same),
             COMET_RT_SUCCESS);
 }
 
@@ -289,11 +289,11 @@ TEST(FiniteDifferences, PadByTheNegatedPadsIsTheGradientOfPad) {
   F r = randomF(yd, 81), y(yd), dx(x.dims);
   I p({8}, pads), np({8}, neg);
   auto loss = [&] {
-    EXPECT_EQ(_mlir_ciface_comet_rt_pad(nullptr, &x, &p, nullptr, &y),
+    EXPECT_EQ(dev::pad(nullptr, &x, &p, nullptr, &y),
               COMET_RT_SUCCESS);
     return dot(r, y);
   };
-  ASSERT_RT(_mlir_ciface_comet_rt_pad(nullptr, &r, &np, nullptr, &dx));
+  ASSERT_RT(dev::pad(nullptr, &r, &np, nullptr, &dx));
   checkGrad(x, dx, loss, "pad dX");
 }
 
@@ -305,43 +305,50 @@ TEST(Activations, LeakyReluAndItsGradient) {
   x.v[0] = 0.0f; // x = 0 keeps x, Y = 0 takes the slope.
   for (float alpha : {0.01f, 0.1f, -0.5f, 0.0f}) {
     F y(x.dims), dx(x.dims);
-    ASSERT_RT(_mlir_ciface_comet_rt_leaky_relu(nullptr, &x, &y, alpha));
-    ASSERT_RT(
-        _mlir_ciface_comet_rt_leaky_relu_grad(nullptr, &dy, &y, &dx, alpha));
+    ASSERT_RT(dev::leaky_relu(nullptr, &x, &y, alpha));
+    ASSERT_RT(dev::leaky_relu_grad(nullptr, &dy, &y, &dx, alpha));
     for (int64_t i = 0; i < x.size(); ++i) {
       EXPECT_EQ(y[i], x[i] >= 0 ? x[i] : alpha * x[i]) << i;
       EXPECT_EQ(dx[i], y[i] > 0 ? dy[i] : alpha * dy[i]) << i;
     }
     F inPlace = dy;
-    ASSERT_RT(_mlir_ciface_comet_rt_leaky_relu_grad(nullptr, &inPlace, &y,
-                                                    &inPlace, alpha));
+    ASSERT_RT(dev::leaky_relu_grad(nullptr, &inPlace, &y, &inPlace, alpha));
     EXPECT_EQ(inPlace.v, dx.v);
   }
   F bad({2, 3, 5, 6});
-  EXPECT_NE(_mlir_ciface_comet_rt_leaky_relu(nullptr, &x, &bad, 0.1f),
+  EXPECT_NE(dev::leaky_relu(nullptr, &x, &bad, 0.1f), COMET_RT_SUCCESS);
+  EXPECT_NE(dev::leaky_relu_grad(nullptr, &dy, &x, &bad, 0.1f),
             COMET_RT_SUCCESS);
-  EXPECT_NE(_mlir_ciface_comet_rt_leaky_relu_grad(nullptr, &dy, &x, &bad, 0.1f),
+  // The slope is an attribute the contract checks: finite.
+  F y(x.dims), dx(x.dims);
+  EXPECT_NE(dev::leaky_relu(nullptr, &x, &y, NAN), COMET_RT_SUCCESS);
+  EXPECT_EQ(std::string(comet_rt_last_error()),
+            "leaky_relu: alpha must be finite, got nan");
+  EXPECT_NE(dev::leaky_relu_grad(nullptr, &dy, &x, &dx, INFINITY),
             COMET_RT_SUCCESS);
+  EXPECT_EQ(std::string(comet_rt_last_error()),
+            "leaky_relu_grad: alpha must be finite, got inf");
+  // Y written over X is not declared: the forward is never lowered in place.
+  F xy = x;
+  EXPECT_NE(dev::leaky_relu(nullptr, &xy, &xy, 0.1f), COMET_RT_SUCCESS);
 }
 
 // LeakyReluGrad reads Y only as Y > 0, so Y through a mask stream (1.0
 // where Y > 0, else 0.0) gives dX bit for bit: compress-activations keeps
 // it as 1 bit per element.
 TEST(Activations, LeakyReluGradFromAMaskStream) {
-  comet_rt_context *ctx = comet_rt_context_create();
+  comet_rt_context *ctx = newContext();
   F x = randomF({4, 3, 6, 6}, 92, -2, 2), dy = randomF(x.dims, 93);
   x.v[1] = 0.0f;
   for (float alpha : {0.1f, -0.5f}) {
     F y(x.dims), decoded(x.dims), dx(x.dims), dxMask(x.dims);
-    ASSERT_RT(_mlir_ciface_comet_rt_leaky_relu(ctx, &x, &y, alpha));
-    int64_t h = _mlir_ciface_comet_rt_compress(ctx, &y, COMET_RT_CODEC_MASK, -1,
-                                               0.0, 0);
-    ASSERT_NE(h, 0) << comet_rt_handles_last_error();
-    ASSERT_RT(_mlir_ciface_comet_rt_decompress(ctx, h, &decoded));
-    _mlir_ciface_comet_rt_handle_free(ctx, h);
-    ASSERT_RT(_mlir_ciface_comet_rt_leaky_relu_grad(ctx, &dy, &y, &dx, alpha));
-    ASSERT_RT(_mlir_ciface_comet_rt_leaky_relu_grad(ctx, &dy, &decoded, &dxMask,
-                                                    alpha));
+    ASSERT_RT(dev::leaky_relu(ctx, &x, &y, alpha));
+    int64_t h = dev::compress(ctx, &y, COMET_RT_CODEC_MASK, -1, 0.0, 0);
+    ASSERT_NE(h, 0) << comet_rt_last_error();
+    ASSERT_RT(dev::decompress(ctx, h, &decoded));
+    dev::handle_free(ctx, h);
+    ASSERT_RT(dev::leaky_relu_grad(ctx, &dy, &y, &dx, alpha));
+    ASSERT_RT(dev::leaky_relu_grad(ctx, &dy, &decoded, &dxMask, alpha));
     EXPECT_EQ(dx.v, dxMask.v);
   }
   comet_rt_context_destroy(ctx);

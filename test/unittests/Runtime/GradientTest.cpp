@@ -21,13 +21,13 @@ TEST(FiniteDifferences, ConvGrad) {
   std::vector<int64_t> yd = {2, 3, 3, 4};
   F r = randomF(yd, 4), y(yd);
   auto loss = [&] {
-    EXPECT_EQ(_mlir_ciface_comet_rt_conv2d(nullptr, &x, &w, &b, &y, 2, 1, 1, 1,
+    EXPECT_EQ(dev::conv2d(nullptr, &x, &w, &b, &y, 2, 1, 1, 1,
                                            1, 0, 1, 1, 1),
               0);
     return dot(r, y);
   };
   F dx(x.dims), dw(w.dims), db({3});
-  ASSERT_RT(_mlir_ciface_comet_rt_conv_grad2d(nullptr, &r, &x, &w, &dx, &dw,
+  ASSERT_RT(dev::conv_grad2d(nullptr, &r, &x, &w, &dx, &dw,
                                               &db, 2, 1, 1, 1, 1, 0, 1, 1, 1));
   checkGrad(x, dx, loss, "dX");
   checkGrad(w, dw, loss, "dW");
@@ -40,15 +40,15 @@ TEST(FiniteDifferences, GemmBackwardAsTheTrainingGraphsWriteIt) {
   F x = randomF({M, K}, 10), w = randomF({N, K}, 11), b = randomF({N}, 12);
   F r = randomF({M, N}, 13), y({M, N}), n0 = none();
   auto loss = [&] {
-    EXPECT_EQ(_mlir_ciface_comet_rt_gemm(nullptr, &x, &w, &b, &y, 1, 1, 0, 1),
+    EXPECT_EQ(dev::gemm(nullptr, &x, &w, &b, &y, 1, 1, 0, 1),
               0);
     return dot(r, y);
   };
   F dx({M, K}), dw({N, K}), db({N});
-  ASSERT_RT(_mlir_ciface_comet_rt_gemm(nullptr, &r, &w, &n0, &dx, 1, 0, 0, 0));
-  ASSERT_RT(_mlir_ciface_comet_rt_gemm(nullptr, &r, &x, &n0, &dw, 1, 0, 1, 0));
+  ASSERT_RT(dev::gemm(nullptr, &r, &w, &n0, &dx, 1, 0, 0, 0));
+  ASSERT_RT(dev::gemm(nullptr, &r, &x, &n0, &dw, 1, 0, 1, 0));
   I axes({1}, std::vector<int64_t>{0});
-  ASSERT_RT(_mlir_ciface_comet_rt_reduce_sum(nullptr, &r, &axes, &db, 0, 0));
+  ASSERT_RT(dev::reduce_sum(nullptr, &r, &axes, &db, 0, 0));
   checkGrad(x, dx, loss, "dX");
   checkGrad(w, dw, loss, "dW");
   checkGrad(b, db, loss, "dB");
@@ -61,7 +61,7 @@ TEST(FiniteDifferences, BatchNormGrad) {
   F r = randomF(x.dims, 23), y(x.dims), rm({C}), rv({C}), sm({C}), si({C});
   float eps = 1e-5f;
   auto loss = [&] {
-    EXPECT_EQ(_mlir_ciface_comet_rt_batch_norm_internal(nullptr, &x, &sc, &bi,
+    EXPECT_EQ(dev::batch_norm_internal(nullptr, &x, &sc, &bi,
                                                         &im, &iv, &y, &rm, &rv,
                                                         &sm, &si, eps, 0.9f, 1),
               0);
@@ -70,7 +70,7 @@ TEST(FiniteDifferences, BatchNormGrad) {
   loss(); // saved statistics of the unperturbed X
   F sm0 = sm, si0 = si;
   F dx(x.dims), ds({C}), db({C});
-  ASSERT_RT(_mlir_ciface_comet_rt_batch_norm_grad(nullptr, &r, &x, &sc, &sm0,
+  ASSERT_RT(dev::batch_norm_grad(nullptr, &r, &x, &sc, &sm0,
                                                   &si0, &dx, &ds, &db, eps));
   checkGrad(x, dx, loss, "dX", 5e-3);
   checkGrad(sc, ds, loss, "dScale");
@@ -86,14 +86,14 @@ TEST(FiniteDifferences, SoftmaxCrossEntropyLossGrad) {
       F loss({}), lp({N, C}), n0 = none();
       F *wp = weighted ? std::addressof(wts) : std::addressof(n0);
       auto f = [&] {
-        EXPECT_EQ(_mlir_ciface_comet_rt_softmax_cross_entropy_loss(
+        EXPECT_EQ(dev::softmax_cross_entropy_loss(
                       nullptr, &s, &labels, &*wp, &loss, &lp, red, 0, 0),
                   0);
         return (double)loss[0];
       };
       f();
       F dy({}, std::vector<float>{1.0f}), dx({N, C});
-      ASSERT_RT(_mlir_ciface_comet_rt_softmax_cross_entropy_loss_grad(
+      ASSERT_RT(dev::softmax_cross_entropy_loss_grad(
           nullptr, &dy, &lp, &labels, &*wp, &dx, red, 0, 0));
       checkGrad(s, dx, f, red == 1 ? "sum" : "mean");
     }

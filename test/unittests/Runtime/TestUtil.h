@@ -3,6 +3,7 @@
 #ifndef COMET_TEST_RUNTIME_TESTUTIL_H
 #define COMET_TEST_RUNTIME_TESTUTIL_H
 
+#include "OnDevice.h"
 #include "comet/runtime/exec.h"
 
 #include <gtest/gtest.h>

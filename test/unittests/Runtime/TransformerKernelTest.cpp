@@ -26,7 +26,7 @@ TEST(Transpose, MatchesIndexPermutation) {
       yd[i] = xd[perm[i]];
     F x = randomF(xd, 1), y(yd);
     I p({3}, perm);
-    ASSERT_RT(_mlir_ciface_comet_rt_transpose(nullptr, &x, &y, &p));
+    ASSERT_RT(dev::transpose(nullptr, &x, &y, &p));
     auto xs = stridesOf(xd), ys = stridesOf(yd);
     std::vector<double> want(y.size());
     for (int64_t i = 0; i < yd[0]; ++i)
@@ -44,9 +44,9 @@ TEST(Transpose, MatchesIndexPermutation) {
 TEST(Transpose, RejectsBadPermAndShape) {
   F x = randomF({2, 3}, 2), y({3, 2}), wrong({2, 3});
   I dup({2}, std::vector<int64_t>{0, 0}), ok({2}, std::vector<int64_t>{1, 0});
-  EXPECT_NE(_mlir_ciface_comet_rt_transpose(nullptr, &x, &y, &dup),
+  EXPECT_NE(dev::transpose(nullptr, &x, &y, &dup),
             COMET_RT_SUCCESS);
-  EXPECT_NE(_mlir_ciface_comet_rt_transpose(nullptr, &x, &wrong, &ok),
+  EXPECT_NE(dev::transpose(nullptr, &x, &wrong, &ok),
             COMET_RT_SUCCESS);
 }
 
@@ -88,7 +88,7 @@ TEST(FusedMatMul, BatchedWithTransposesAndBroadcast) {
   };
   for (const Case &c : cases) {
     F a = randomF(c.a, 3), b = randomF(c.b, 4), y(c.y);
-    ASSERT_RT(_mlir_ciface_comet_rt_fused_matmul(nullptr, &a, &b, &y, c.alpha,
+    ASSERT_RT(dev::fused_matmul(nullptr, &a, &b, &y, c.alpha,
                                                  c.ta, c.tb));
     expectNear(y.v, refMatMul(a, b, c.ta, c.tb, c.alpha, c.y[0]), 1e-5,
                "fused_matmul");
@@ -96,12 +96,12 @@ TEST(FusedMatMul, BatchedWithTransposesAndBroadcast) {
   // 2-D weights against a 3-D activation (dX = dY x W).
   F a = randomF({2, 3, 5}, 5), w = randomF({6, 5}, 6), y({2, 3, 6});
   ASSERT_RT(
-      _mlir_ciface_comet_rt_fused_matmul(nullptr, &a, &w, &y, 1.0f, 0, 1));
+      dev::fused_matmul(nullptr, &a, &w, &y, 1.0f, 0, 1));
   F w3({1, 6, 5}, w.v);
   expectNear(y.v, refMatMul(a, w3, false, true, 1.0, 2), 1e-5, "2-D B");
   F bad({2, 3, 5});
   EXPECT_NE(
-      _mlir_ciface_comet_rt_fused_matmul(nullptr, &a, &w, &bad, 1.0f, 0, 1),
+      dev::fused_matmul(nullptr, &a, &w, &bad, 1.0f, 0, 1),
       COMET_RT_SUCCESS);
 }
 
@@ -134,7 +134,7 @@ TEST(LayerNorm, ForwardMatchesDefinition) {
   int64_t n = 3, t = 5, d = 16;
   F x = randomF({n, t, d}, 7, -2, 3), g = randomF({d}, 8), b = randomF({d}, 9);
   F y({n, t, d}), mean({n, t, 1}), inv({n, t, 1});
-  ASSERT_RT(_mlir_ciface_comet_rt_layer_norm(nullptr, &x, &g, &b, &y, &mean,
+  ASSERT_RT(dev::layer_norm(nullptr, &x, &g, &b, &y, &mean,
                                              &inv, -1, 1e-5f));
   LnRef r = refLayerNorm(x, g, b, n * t, d, 1e-5);
   expectNear(y.v, r.y, 1e-5, "Y");
@@ -143,13 +143,13 @@ TEST(LayerNorm, ForwardMatchesDefinition) {
   // No bias and no statistics.
   F y2({n, t, d}), nb = none(), nm = none(), ni = none();
   F zero({d}, 0.0f);
-  ASSERT_RT(_mlir_ciface_comet_rt_layer_norm(nullptr, &x, &g, &nb, &y2, &nm,
+  ASSERT_RT(dev::layer_norm(nullptr, &x, &g, &nb, &y2, &nm,
                                              &ni, 2, 1e-5f));
   expectNear(y2.v, refLayerNorm(x, g, zero, n * t, d, 1e-5).y, 1e-5, "no B");
   // Normalizing over the last two dims.
   F g2 = randomF({t * d}, 10), b2 = randomF({t * d}, 11), y3({n, t, d}),
     m3({n, 1, 1}), i3({n, 1, 1});
-  ASSERT_RT(_mlir_ciface_comet_rt_layer_norm(nullptr, &x, &g2, &b2, &y3, &m3,
+  ASSERT_RT(dev::layer_norm(nullptr, &x, &g2, &b2, &y3, &m3,
                                              &i3, 1, 1e-5f));
   expectNear(y3.v, refLayerNorm(x, g2, b2, n, t * d, 1e-5).y, 1e-5, "axis 1");
 }
@@ -159,10 +159,10 @@ TEST(LayerNorm, BackwardMatchesOnnxRuntimeFormula) {
   F x = randomF({rows, cols}, 12, -2, 3), g = randomF({cols}, 13),
     b({cols}, 0.0f), dy = randomF({rows, cols}, 14);
   F y({rows, cols}), mean({rows, 1}), inv({rows, 1});
-  ASSERT_RT(_mlir_ciface_comet_rt_layer_norm(nullptr, &x, &g, &b, &y, &mean,
+  ASSERT_RT(dev::layer_norm(nullptr, &x, &g, &b, &y, &mean,
                                              &inv, -1, 1e-5f));
   F dx({rows, cols}), dg({cols}), db({cols});
-  ASSERT_RT(_mlir_ciface_comet_rt_layer_norm_grad(
+  ASSERT_RT(dev::layer_norm_grad(
       nullptr, &dy, &x, &g, &mean, &inv, &dx, &dg, &db, -1, 1e-5f));
   std::vector<double> wdx(x.size()), wdg(cols, 0), wdb(cols, 0);
   for (int64_t i = 0; i < rows; ++i) {
@@ -190,9 +190,9 @@ TEST(Softmax, BackwardMatchesDefinition) {
   int64_t outer = 6, l = 7;
   F s = randomF({outer, l}, 15, -3, 3), y({outer, l}),
     dy = randomF({outer, l}, 16);
-  ASSERT_RT(_mlir_ciface_comet_rt_softmax(nullptr, &s, &y, -1));
+  ASSERT_RT(dev::softmax(nullptr, &s, &y, -1));
   F dx({outer, l});
-  ASSERT_RT(_mlir_ciface_comet_rt_softmax_grad(nullptr, &dy, &y, &dx, -1));
+  ASSERT_RT(dev::softmax_grad(nullptr, &dy, &y, &dx, -1));
   std::vector<double> want(dx.size());
   for (int64_t i = 0; i < outer; ++i) {
     double dot = 0;
@@ -205,7 +205,7 @@ TEST(Softmax, BackwardMatchesDefinition) {
   // Along a middle axis.
   F y3 = randomF({2, 3, 4}, 17, 0, 1), dy3 = randomF({2, 3, 4}, 18),
     dx3({2, 3, 4});
-  ASSERT_RT(_mlir_ciface_comet_rt_softmax_grad(nullptr, &dy3, &y3, &dx3, 1));
+  ASSERT_RT(dev::softmax_grad(nullptr, &dy3, &y3, &dx3, 1));
   std::vector<double> w3(dx3.size());
   for (int64_t a = 0; a < 2; ++a)
     for (int64_t c = 0; c < 4; ++c) {
@@ -231,15 +231,15 @@ TEST(BiasGelu, ForwardAndGradientMatchErfGelu) {
   F x = randomF({2, rows / 2, cols}, 19, -4, 4), b = randomF({cols}, 20),
     y({2, rows / 2, cols}), dy = randomF({2, rows / 2, cols}, 21),
     dx({2, rows / 2, cols});
-  ASSERT_RT(_mlir_ciface_comet_rt_bias_gelu(nullptr, &x, &b, &y));
-  ASSERT_RT(_mlir_ciface_comet_rt_bias_gelu_grad_dx(nullptr, &dy, &x, &b, &dx));
+  ASSERT_RT(dev::bias_gelu(nullptr, &x, &b, &y));
+  ASSERT_RT(dev::bias_gelu_grad_dx(nullptr, &dy, &x, &b, &dx));
   std::vector<double> wy(y.size()), wdx(y.size());
   for (int64_t i = 0; i < x.size(); ++i)
     erfGelu(double(x[i]) + b[i % cols], dy[i], wy[i], wdx[i]);
   expectNear(y.v, wy, 1e-5, "gelu");
   expectNear(dx.v, wdx, 1e-5, "gelu grad");
   F wrongB({cols + 1});
-  EXPECT_NE(_mlir_ciface_comet_rt_bias_gelu(nullptr, &x, &wrongB, &y),
+  EXPECT_NE(dev::bias_gelu(nullptr, &x, &wrongB, &y),
             COMET_RT_SUCCESS);
 }
 
@@ -247,16 +247,16 @@ TEST(BiasGelu, ForwardAndGradientMatchErfGelu) {
 TEST(Gelu, ForwardAndGradientMatchErfGelu) {
   F x = randomF({3, 7, 5}, 23, -4, 4), y({3, 7, 5}),
     dy = randomF({3, 7, 5}, 24), dx({3, 7, 5});
-  ASSERT_RT(_mlir_ciface_comet_rt_gelu(nullptr, &x, &y));
-  ASSERT_RT(_mlir_ciface_comet_rt_gelu_grad(nullptr, &dy, &x, &dx));
+  ASSERT_RT(dev::gelu(nullptr, &x, &y));
+  ASSERT_RT(dev::gelu_grad(nullptr, &dy, &x, &dx));
   std::vector<double> wy(y.size()), wdx(y.size());
   for (int64_t i = 0; i < x.size(); ++i)
     erfGelu(x[i], dy[i], wy[i], wdx[i]);
   expectNear(y.v, wy, 1e-5, "gelu");
   expectNear(dx.v, wdx, 1e-5, "gelu grad");
   F wrong({3, 7, 6});
-  EXPECT_NE(_mlir_ciface_comet_rt_gelu(nullptr, &x, &wrong), COMET_RT_SUCCESS);
-  EXPECT_NE(_mlir_ciface_comet_rt_gelu_grad(nullptr, &dy, &x, &wrong),
+  EXPECT_NE(dev::gelu(nullptr, &x, &wrong), COMET_RT_SUCCESS);
+  EXPECT_NE(dev::gelu_grad(nullptr, &dy, &x, &wrong),
             COMET_RT_SUCCESS);
 }
 
@@ -269,7 +269,7 @@ TEST(Slice, ClampsNegativeIndicesAndSteps) {
       axes({2}, std::vector<int64_t>{-1, 0}),
       steps({2}, std::vector<int64_t>{3, -2});
   F y({2, 3});
-  ASSERT_RT(_mlir_ciface_comet_rt_slice(nullptr, &x, &starts, &ends, &axes,
+  ASSERT_RT(dev::slice(nullptr, &x, &starts, &ends, &axes,
                                         &steps, &y));
   std::vector<double> want;
   for (int64_t r : {3, 1})
@@ -279,7 +279,7 @@ TEST(Slice, ClampsNegativeIndicesAndSteps) {
   // SliceGrad puts dY back there and zeros elsewhere.
   F dx({4, 10}, 7.0f);
   I shape({2}, std::vector<int64_t>{4, 10});
-  ASSERT_RT(_mlir_ciface_comet_rt_slice_grad(nullptr, &y, &shape, &starts,
+  ASSERT_RT(dev::slice_grad(nullptr, &y, &shape, &starts,
                                              &ends, &axes, &steps, &dx));
   std::vector<double> wdx(40, 0.0);
   for (int64_t i = 0; i < 2; ++i)
@@ -292,13 +292,13 @@ TEST(Slice, ClampsNegativeIndicesAndSteps) {
       a1({1}, std::vector<int64_t>{-1});
   I noSteps({0});
   ASSERT_RT(
-      _mlir_ciface_comet_rt_slice(nullptr, &qkv, &s1, &e1, &a1, &noSteps, &k));
+      dev::slice(nullptr, &qkv, &s1, &e1, &a1, &noSteps, &k));
   for (int64_t i = 0; i < 6; ++i)
     for (int64_t j = 0; j < 4; ++j)
       ASSERT_EQ(k[i * 4 + j], qkv[i * 12 + 4 + j]);
   F bad({3, 2, 5});
   EXPECT_NE(
-      _mlir_ciface_comet_rt_slice(nullptr, &qkv, &s1, &e1, &a1, &noSteps, &bad),
+      dev::slice(nullptr, &qkv, &s1, &e1, &a1, &noSteps, &bad),
       COMET_RT_SUCCESS);
 }
 
@@ -309,9 +309,9 @@ TEST(Binary, SubMulDivBroadcast) {
                   comet_rt_memref *);
     double (*ref)(double, double);
   } ops[] = {
-      {_mlir_ciface_comet_rt_sub, [](double p, double q) { return p - q; }},
-      {_mlir_ciface_comet_rt_mul, [](double p, double q) { return p * q; }},
-      {_mlir_ciface_comet_rt_div, [](double p, double q) { return p / q; }}};
+      {dev::sub, [](double p, double q) { return p - q; }},
+      {dev::mul, [](double p, double q) { return p * q; }},
+      {dev::div, [](double p, double q) { return p / q; }}};
   for (auto &o : ops) {
     ASSERT_RT(o.fn(nullptr, &a, &b, &y));
     std::vector<double> want(y.size());
@@ -322,7 +322,7 @@ TEST(Binary, SubMulDivBroadcast) {
     expectNear(y.v, want, 1e-6, "binary");
   }
   F s({}, std::vector<float>{4.0f}), ys({2, 3, 4});
-  ASSERT_RT(_mlir_ciface_comet_rt_div(nullptr, &a, &s, &ys));
+  ASSERT_RT(dev::div(nullptr, &a, &s, &ys));
   for (int64_t i = 0; i < a.size(); ++i)
     ASSERT_FLOAT_EQ(ys[i], a[i] / 4.0f);
 }
@@ -330,9 +330,9 @@ TEST(Binary, SubMulDivBroadcast) {
 TEST(ReduceMean, OverAxesWithAndWithoutKeepdims) {
   F x = randomF({3, 5, 4}, 26), y({3, 4}), yk({3, 1, 4}), all({1, 1, 1});
   I axes({1}, std::vector<int64_t>{1}), noAxes({0});
-  ASSERT_RT(_mlir_ciface_comet_rt_reduce_mean(nullptr, &x, &axes, &y, 0));
-  ASSERT_RT(_mlir_ciface_comet_rt_reduce_mean(nullptr, &x, &axes, &yk, 1));
-  ASSERT_RT(_mlir_ciface_comet_rt_reduce_mean(nullptr, &x, &noAxes, &all, 1));
+  ASSERT_RT(dev::reduce_mean(nullptr, &x, &axes, &y, 0));
+  ASSERT_RT(dev::reduce_mean(nullptr, &x, &axes, &yk, 1));
+  ASSERT_RT(dev::reduce_mean(nullptr, &x, &noAxes, &all, 1));
   std::vector<double> want(12, 0.0);
   double total = 0;
   for (int64_t i = 0; i < 3; ++i)

@@ -188,13 +188,24 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{{2, 3, 11, 11}, {5, 3, 3, 3}, 2, 0, 2, 1},
                       ConvCase{{3, 1, 28, 28}, {6, 1, 5, 5}, 1, 0, 1, 1}));
 
-TEST_F(Cuda, AsymmetricPadsAreUnsupported) {
-  Pair x = pair({1, 1, 6, 6}, 1), w = pair({1, 1, 3, 3}, 2),
-       y = zeros({1, 1, 5, 5});
-  EXPECT_EQ(_mlir_ciface_comet_rt_conv2d(gpu, x.g.m(), w.g.m(), nullptr,
-                                         y.g.m(), 1, 1, 0, 0, 1, 1, 1, 1, 1),
-            COMET_RT_ERROR_UNSUPPORTED);
-  EXPECT_NE(std::strstr(comet_rt_last_error(), "symmetric"), nullptr);
+TEST_F(Cuda, AsymmetricPadsMatchCpu) {
+  // cuDNN pads symmetrically: the backend pads a copy of X (and crops dX).
+  Pair x = pair({2, 3, 6, 7}, 1), w = pair({4, 3, 3, 3}, 2),
+       y = zeros({2, 4, 5, 6}), dy = pair({2, 4, 5, 6}, 3),
+       dx = zeros({2, 3, 6, 7}), dw = zeros({4, 3, 3, 3});
+  RT_OK(_mlir_ciface_comet_rt_conv2d(cpu, x.c.m(), w.c.m(), nullptr, y.c.m(), 1,
+                                     1, 0, 1, 1, 0, 1, 1, 1));
+  RT_OK(_mlir_ciface_comet_rt_conv2d(gpu, x.g.m(), w.g.m(), nullptr, y.g.m(), 1,
+                                     1, 0, 1, 1, 0, 1, 1, 1));
+  expectSame(y, 1e-5f, 1e-5f, "Y");
+  RT_OK(_mlir_ciface_comet_rt_conv_grad2d(cpu, dy.c.m(), x.c.m(), w.c.m(),
+                                          dx.c.m(), dw.c.m(), nullptr, 1, 1, 0,
+                                          1, 1, 0, 1, 1, 1));
+  RT_OK(_mlir_ciface_comet_rt_conv_grad2d(gpu, dy.g.m(), x.g.m(), w.g.m(),
+                                          dx.g.m(), dw.g.m(), nullptr, 1, 1, 0,
+                                          1, 1, 0, 1, 1, 1));
+  expectSame(dx, 1e-5f, 1e-5f, "dX");
+  expectSame(dw, 1e-5f, 1e-4f, "dW");
 }
 
 TEST_F(Cuda, GemmMatchesCpu) {

@@ -254,22 +254,22 @@ COMET_HD void encodeHeader(const Header &h, uint8_t *p) {
 COMET_HD comet_rt_status parseHeader(const uint8_t *p, uint64_t inSize,
                                      Header &h) {
   if (!p && inSize)
-    return COMET_RT_ERR_INVALID_ARGUMENT;
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
   if (inSize < 4)
-    return COMET_RT_ERR_TRUNCATED;
+    return COMET_RT_ERROR_TRUNCATED;
   if (p[0] != 'C' || p[1] != 'M' || p[2] != 'T' || p[3] != 'C')
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   if (inSize < kHeaderSize)
-    return COMET_RT_ERR_TRUNCATED;
+    return COMET_RT_ERROR_TRUNCATED;
   h.version = uint32_t(p[4]) | uint32_t(p[5]) << 8;
   if (h.version != kFormatVersion1 && h.version != kFormatVersion)
-    return COMET_RT_ERR_UNSUPPORTED;
+    return COMET_RT_ERROR_UNSUPPORTED;
   h.codec = p[6];
   h.dtype = p[7];
   h.rank = p[8];
   if (h.codec > COMET_RT_CODEC_MASK || h.dtype > COMET_RT_DTYPE_BF16 ||
       h.rank > kMaxRank || p[9] || p[10] || p[11])
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   h.blockSize = loadU32(p + 12);
   const uint64_t ebBits = loadU64(p + 16);
   h.eb = bitsDouble(ebBits);
@@ -277,7 +277,7 @@ COMET_HD comet_rt_status parseHeader(const uint8_t *p, uint64_t inSize,
   for (uint32_t i = 0; i < kMaxRank; ++i) {
     h.dims[i] = loadU64(p + 32 + 8 * i);
     if (i >= h.rank && h.dims[i] != 0)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
   }
   h.numBlocks = loadU64(p + 96);
   h.numSparse = loadU64(p + 104);
@@ -287,55 +287,55 @@ COMET_HD comet_rt_status parseHeader(const uint8_t *p, uint64_t inSize,
   uint64_t n = 1;
   for (uint32_t i = 0; i < h.rank; ++i)
     if (mulOverflow(n, h.dims[i], n))
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
   if (n != h.n)
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   uint64_t outBytes;
   if (mulOverflow(n, dtypeSize(h.dtype), outBytes) ||
       outBytes > (uint64_t(1) << 62))
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
 
   uint64_t total = kHeaderSize;
   if (h.codec == COMET_RT_CODEC_SZ && h.version == kFormatVersion) {
     // Header, a u32 size per chunk, the chunks.
     if (h.blockSize != kBlockSize || h.numSparse != kChunkBlocks)
-      return COMET_RT_ERR_UNSUPPORTED;
+      return COMET_RT_ERROR_UNSUPPORTED;
     QuantParams qp;
     if (!quantParams(h.eb, qp) || h.numBlocks != ceilDiv(n, kChunkElems) ||
         h.numOutliers > n)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     if (addOverflow(total, 4 * h.numBlocks, total) ||
         addOverflow(total, h.payloadBytes, total))
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
   } else if (h.codec == COMET_RT_CODEC_SZ) {
     if (h.blockSize != kBlockSize)
-      return COMET_RT_ERR_UNSUPPORTED;
+      return COMET_RT_ERROR_UNSUPPORTED;
     QuantParams qp;
     if (!quantParams(h.eb, qp) || h.numBlocks != ceilDiv(n, kBlockSize) ||
         h.numSparse > h.numBlocks || h.numOutliers > n)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     uint64_t outlierBytes;
     if (mulOverflow(h.numOutliers, kOutlierEntrySize, outlierBytes) ||
         addOverflow(total, h.numBlocks, total) ||
         addOverflow(total, h.numSparse, total) ||
         addOverflow(total, h.payloadBytes, total) ||
         addOverflow(total, outlierBytes, total))
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
   } else {
     // raw and mask have no blocks, no bound and a payload fixed by n.
     const uint64_t expected =
         h.codec == COMET_RT_CODEC_RAW ? outBytes : ceilDiv(n, 8);
     if (h.blockSize != 0 || ebBits != 0 || h.numBlocks != 0 ||
         h.numSparse != 0 || h.numOutliers != 0 || h.payloadBytes != expected)
-      return COMET_RT_ERR_CORRUPT;
+      return COMET_RT_ERROR_CORRUPT;
     total += expected;
   }
   if (inSize < total)
-    return COMET_RT_ERR_TRUNCATED;
+    return COMET_RT_ERROR_TRUNCATED;
   if (inSize > total)
-    return COMET_RT_ERR_CORRUPT;
+    return COMET_RT_ERROR_CORRUPT;
   h.totalBytes = total;
-  return COMET_RT_OK;
+  return COMET_RT_SUCCESS;
 }
 
 } // namespace comet::kernels::format

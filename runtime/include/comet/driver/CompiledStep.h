@@ -29,6 +29,9 @@ public:
 
   /// The files comet-compile read.
   ArtifactPaths artifacts() const;
+  /// The runtime entries the training step, the eval graph and the
+  /// optimizer call (what the device must implement).
+  std::vector<std::string> runtimeEntries() const;
 
   /// Binds the training graph with its initial weights, the optimizer
   /// (learning rate, momentum and weight decay are the run's; a learning

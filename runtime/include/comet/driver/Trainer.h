@@ -78,6 +78,9 @@ struct Entry {
   std::string funcName;
   std::vector<ArgInfo> args;
   void (*packed)(void **) = nullptr;
+  /// The runtime entries (abi.def names) the function calls: what a device
+  /// must implement to run it (comet/driver/Coverage.h).
+  std::vector<std::string> runtimeEntries;
 
   /// Runs the function on ctx and the buffers of its arguments.
   std::string invoke(comet_rt_context *ctx,
@@ -238,19 +241,26 @@ public:
   /// labels (ArgInfo::isLabels) is the labels and the one other input the
   /// data batch (float, or int64 token ids). Without a marked labels input,
   /// exactly one float input is the data and one int64 input the labels.
-  /// The first result is the loss.
+  /// The first result is the loss. Fails first when the device lacks a
+  /// runtime entry the graph calls (Entry::runtimeEntries).
   std::string bindTrain(Entry train, const WeightLookup &weights,
                         const std::string &weightsName);
   /// Runs the step on device ("cpu" or "cuda"); before bindTrain. Fails
-  /// when the runtime has no CUDA backend or the machine no device.
+  /// when the runtime has no CUDA backend or the machine no device. A
+  /// driver checks first that the device implements what the graphs call
+  /// (checkDeviceCoverage), so that it refuses them on any machine.
   std::string useDevice(const std::string &device);
-  /// Allocates the optimizer's state for the trainable parameters.
+  /// "cpu" or "cuda": the device of the trainer's context.
+  std::string deviceName() const;
+  /// Allocates the optimizer's state for the trainable parameters (after
+  /// checking that the device implements the optimizer's entries).
   std::string setupOptimizer(const OptimizerConfig &config);
   /// The eval graph (`evalName` in messages): its parameters are the
   /// training graph's buffers; the rest are bound as in bindTrain: the data
   /// (a batch of the training graph's samples, of its element type) and the
   /// labels (as many per sample as in training); its last result is the
-  /// logits, one row per label.
+  /// logits, one row per label. Fails first when the device lacks a
+  /// runtime entry the graph calls.
   std::string bindEval(Entry eval, const std::string &evalName);
   void setSites(std::vector<SiteStats> sites) { siteInfo = std::move(sites); }
   void setPrediction(MemoryPrediction p) {

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define COMET_AOT_ABI_VERSION 3
+#define COMET_AOT_ABI_VERSION 4
 #define COMET_AOT_PROGRAM_SYMBOL "comet_aot_program"
 
 /* One argument of a compiled function, after the runtime context. */
@@ -41,6 +41,10 @@ typedef struct comet_aot_entry {
   void (*packed)(void **);
   int64_t num_args;
   const comet_aot_arg *args;
+  /* The runtime entries (abi.def names) the function calls, so that a
+   * launcher refuses a device that lacks one before the first step. */
+  int64_t num_runtime_entries;
+  const char *const *runtime_entries;
 } comet_aot_entry;
 
 /* The initial value of a parameter. */

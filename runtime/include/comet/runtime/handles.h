@@ -24,8 +24,8 @@
 extern "C" {
 #endif
 
-/* The message of the handle functions' last failure on this thread ("" if
- * the last call succeeded). comet_rt_last_error() has the kernels'. */
+/* The message of the last failure on this thread: the same as
+ * comet_rt_last_error() (one error slot for every comet_rt_ call). */
 COMET_RT_API const char *comet_rt_handles_last_error(void);
 
 /* Bytes a handle holds (header + stream), as counted by the allocator. */

@@ -14,12 +14,12 @@
  * Each call is a no-op (a lookup of the context's table and one relaxed
  * atomic load) unless collection is on for the context
  * (comet_rt_slot_stats_enable(ctx, 1)), which the tuner does for the steps it
- * samples. On those steps each call reduces its tensor where it is (here on
- * the CPU) into a few sums, so the tuner reads back a handful of numbers per
- * slot. Weight gradients and optimizer state live in buffers the Engine
- * owns; the tuner reads them there (docs/tuning.md).
+ * samples. On those steps each call reduces its tensor on the host into a
+ * few sums, so the tuner reads back a handful of numbers per slot. Weight
+ * gradients and optimizer state live in buffers the Engine owns; the tuner
+ * reads them there (docs/tuning.md).
  *
- * Library: libCometRuntime (runtime/exec/SlotStats.cpp).
+ * Library: libCometRuntime (runtime/core/SlotStats.cpp).
  *
  *===----------------------------------------------------------------------===*/
 #ifndef COMET_RUNTIME_SLOT_STATS_H

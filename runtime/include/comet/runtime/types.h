@@ -1,11 +1,14 @@
 /*===- comet/runtime/types.h - Shared C ABI types of the runtime ---------===*
  *
- * Result codes, the last-error message and the memref descriptor layout
- * that exec.h, alloc.h and data.h share. Pure C; no MLIR or LLVM headers.
+ * The last-error message and the memref descriptor layout that exec.h,
+ * alloc.h and data.h share; the result codes are comet_rt_status
+ * (status.h). Pure C; no MLIR or LLVM headers.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef COMET_RUNTIME_TYPES_H
 #define COMET_RUNTIME_TYPES_H
+
+#include "comet/runtime/status.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,25 +16,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#ifndef COMET_RT_API
-#if defined(_WIN32)
-#define COMET_RT_API
-#else
-#define COMET_RT_API __attribute__((visibility("default")))
-#endif
-#endif
-
-/* Every fallible runtime call returns one of these as an int32_t. The
- * numbers match comet_rt_status in codec.h where the meaning is shared. */
-#define COMET_RT_SUCCESS 0
-#define COMET_RT_ERROR_INVALID_ARGUMENT 1 /* null, bad rank/shape/attr */
-#define COMET_RT_ERROR_TRUNCATED 3        /* a file shorter than it says */
-#define COMET_RT_ERROR_CORRUPT 4          /* bad magic, inconsistent header */
-#define COMET_RT_ERROR_UNSUPPORTED 5      /* valid, but not implemented */
-#define COMET_RT_ERROR_OUT_OF_MEMORY 6
-#define COMET_RT_ERROR_IO 7      /* a file cannot be opened or read */
-#define COMET_RT_ERROR_BACKEND 8 /* oneDNN refused or failed */
 
 /* The message of the last failed call on this thread ("" if none). The
  * pointer stays valid until the next runtime call on the same thread. */

@@ -1,0 +1,201 @@
+//===- Codec.cpp - Compressed activations on the CPU ----------------------===//
+//
+// A CPU handle is one block from comet_rt_alloc in the category
+// `compressed`: a 32-byte header, then the codec stream
+// (docs/codec-format.md), so the allocator counts exactly what is kept.
+// compress and decompress run the CPU codec (CometCodec); relu_grad_mask
+// and dropout_grad_mask read a mask stream's bits directly.
+//
+//===----------------------------------------------------------------------===//
+#include "comet/runtime/codec.h"
+#include "Context.h"
+#include "Cpu.h"
+#include "Handles.h"
+#include "Shapes.h"
+#include "comet/runtime/handles.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace comet::rt::cpu {
+
+namespace {
+
+/// The block behind a handle: this header, then the codec stream.
+struct HandleHeader {
+  uint64_t magic;
+  int64_t streamBytes;
+  int64_t numElements;
+  int64_t site;
+};
+static_assert(sizeof(HandleHeader) == kHandleHeaderBytes);
+constexpr uint64_t kHandleMagic = 0x434f4d4554484e44ull; // "COMETHND"
+
+HandleHeader *fromHandle(int64_t h) {
+  auto *hdr = reinterpret_cast<HandleHeader *>(static_cast<intptr_t>(h));
+  if (!hdr || hdr->magic != kHandleMagic)
+    return nullptr;
+  return hdr;
+}
+
+/// Compresses n f32 values at site; bytesIn is the size of the tensor they
+/// stand for (the site statistics' input bytes).
+int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
+                    int64_t n, const std::vector<int64_t> &shape,
+                    int64_t bytesIn, int32_t codec, int64_t slot, double eb,
+                    int64_t site) {
+  int64_t prevOut = 0;
+  if (siteBegin(ctx, op, codec, slot, site, eb, prevOut) != COMET_RT_SUCCESS)
+    return 0;
+  std::vector<uint64_t> dims(shape.begin(), shape.end());
+  size_t worst = comet_rt_codec_max_compressed_size(codec, COMET_RT_DTYPE_F32,
+                                                    static_cast<uint64_t>(n));
+  // Compress into a scratch block first, sized from this site's last stream
+  // (retrying at the worst case), then keep exactly the stream's bytes: the
+  // scratch is counted as workspace while it lives.
+  size_t guess =
+      prevOut > 0 ? std::min(worst, size_t(prevOut) * 5 / 4 + 4096) : worst;
+  size_t outSize = 0;
+  comet_rt_status st = COMET_RT_ERROR_BUFFER_TOO_SMALL;
+  void *scratch = nullptr;
+  for (size_t cap : {guess, worst}) {
+    scratch = comet_rt_alloc(ctx, cap, COMET_RT_MEM_WORKSPACE);
+    if (!scratch) {
+      fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
+      return 0;
+    }
+    st = comet_rt_codec_compress(codec, COMET_RT_DTYPE_F32, data, dims.data(),
+                                 static_cast<uint32_t>(dims.size()), eb,
+                                 scratch, cap, &outSize);
+    if (st != COMET_RT_ERROR_BUFFER_TOO_SMALL || cap == worst)
+      break;
+    comet_rt_free(scratch);
+    scratch = nullptr;
+  }
+  if (st != COMET_RT_SUCCESS) {
+    comet_rt_free(scratch);
+    fail(st, concat(op, ": ", comet_rt_status_string(st)));
+    return 0;
+  }
+  size_t total = sizeof(HandleHeader) + outSize;
+  auto *hdr = static_cast<HandleHeader *>(
+      comet_rt_alloc(ctx, total, COMET_RT_MEM_COMPRESSED));
+  if (!hdr) {
+    comet_rt_free(scratch);
+    fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
+    return 0;
+  }
+  hdr->magic = kHandleMagic;
+  hdr->streamBytes = static_cast<int64_t>(outSize);
+  hdr->numElements = n;
+  hdr->site = site;
+  std::memcpy(hdr + 1, scratch, outSize);
+  comet_rt_free(scratch);
+  siteRecord(ctx, site, codec, slot, eb, bytesIn, static_cast<int64_t>(total));
+  ctx->trackStepBlock(hdr, /*isHandle=*/true);
+  ok();
+  return static_cast<int64_t>(reinterpret_cast<intptr_t>(hdr));
+}
+
+/// The bits of a mask handle (checked by the contract).
+const uint8_t *maskBits(int64_t handle) {
+  HandleHeader *hdr = fromHandle(handle);
+  comet_rt_codec_info info;
+  comet_rt_codec_get_info(hdr + 1, static_cast<size_t>(hdr->streamBytes),
+                          &info);
+  // The payload is the stream's last section.
+  return reinterpret_cast<const uint8_t *>(hdr + 1) +
+         (info.compressed_bytes - info.payload_bytes);
+}
+
+} // namespace
+
+bool handleInfo(comet_rt_context *, int64_t h, HandleInfo &out) {
+  HandleHeader *hdr = fromHandle(h);
+  if (!hdr)
+    return false;
+  comet_rt_codec_info info;
+  if (comet_rt_codec_get_info(hdr + 1, static_cast<size_t>(hdr->streamBytes),
+                              &info) != COMET_RT_SUCCESS)
+    return false;
+  out.codec = static_cast<int32_t>(info.codec);
+  out.numElements = hdr->numElements;
+  out.dims.assign(info.dims, info.dims + info.rank);
+  out.blockBytes = hdr->streamBytes;
+  out.streamBytes = static_cast<int64_t>(info.compressed_bytes);
+  out.payloadBytes = static_cast<int64_t>(info.payload_bytes);
+  return true;
+}
+
+int64_t run(comet_rt_context *ctx, const compress_args &a) {
+  return compressF32(ctx, "compress", a.x.f(), a.x.numel(), a.x.dims,
+                     a.x.numel() * 4, a.codec, a.slot, a.eb, a.site);
+}
+
+int64_t run(comet_rt_context *ctx, const compress_i1_args &a) {
+  const char *op = "compress_i1";
+  int64_t n = a.x.numel();
+  // The codec reads floats: 1.0 for true, 0.0 for false, counted as
+  // workspace while the stream is built.
+  auto *f = static_cast<float *>(
+      comet_rt_alloc(ctx, std::max<size_t>(1, size_t(n) * sizeof(float)),
+                     COMET_RT_MEM_WORKSPACE));
+  if (!f) {
+    fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
+    return 0;
+  }
+  const uint8_t *b = a.x.as<uint8_t>();
+  for (int64_t i = 0; i < n; ++i)
+    f[i] = b[i] ? 1.0f : 0.0f;
+  int64_t h = compressF32(ctx, op, f, n, a.x.dims, n, COMET_RT_CODEC_MASK, -1,
+                          0.0, a.site);
+  comet_rt_free(f);
+  return h;
+}
+
+int32_t run(comet_rt_context *, const decompress_args &a) {
+  HandleHeader *hdr = fromHandle(a.handle);
+  comet_rt_status st = comet_rt_codec_decompress(
+      hdr + 1, static_cast<size_t>(hdr->streamBytes), a.y.data,
+      static_cast<size_t>(a.y.numel()) * sizeof(float));
+  if (st != COMET_RT_SUCCESS)
+    return fail(st, concat("decompress: ", comet_rt_status_string(st)));
+  return ok();
+}
+
+int32_t run(comet_rt_context *, const relu_grad_mask_args &a) {
+  const uint8_t *bits = maskBits(a.handle);
+  const float *g = a.dy.f();
+  float *o = a.dx.f();
+  int64_t count = a.dy.numel();
+  for (int64_t i = 0; i < count; ++i)
+    o[i] = (bits[i >> 3] >> (i & 7)) & 1 ? g[i] : 0.0f;
+  return ok();
+}
+
+int32_t run(comet_rt_context *, const dropout_grad_mask_args &a) {
+  const uint8_t *bits = maskBits(a.handle);
+  const float *g = a.dy.f();
+  float *o = a.dx.f();
+  int64_t count = a.dy.numel();
+  bool training = dropoutTraining(a.training_mode);
+  float scale = training ? 1.0f / (1.0f - dropoutRatio(a.ratio)) : 1.0f;
+  for (int64_t i = 0; i < count; ++i)
+    o[i] = !training || (bits[i >> 3] >> (i & 7)) & 1 ? g[i] * scale : 0.0f;
+  return ok();
+}
+
+void run(comet_rt_context *ctx, const handle_free_args &a) {
+  if (HandleHeader *hdr = fromHandle(a.handle)) {
+    ctx->untrackStepBlock(hdr);
+    hdr->magic = 0;
+    comet_rt_free(hdr);
+  }
+}
+
+} // namespace comet::rt::cpu
+
+extern "C" int64_t comet_rt_handle_bytes(int64_t handle) {
+  auto *hdr = comet::rt::cpu::fromHandle(handle);
+  return hdr ? static_cast<int64_t>(sizeof(*hdr)) + hdr->streamBytes : 0;
+}

@@ -1,0 +1,180 @@
+//===- Pool.cu - Max, average and global average pooling ------------------===//
+//
+// Kernels, not cuDNN's pooling: MaxPool's Indices (ORT's flat indices, both
+// storage orders) have no cuDNN counterpart, and cuDNN pads symmetrically.
+// MaxPoolGrad scatters with atomicAdd; AveragePoolGrad gathers, one thread
+// per input element.
+//
+//===----------------------------------------------------------------------===//
+#include "Common.cuh"
+
+namespace comet::rt::cuda {
+namespace {
+
+struct PoolGeom {
+  int64_t h, w, oh, ow, kH, kW, sH, sW, pT, pL, dH, dW;
+};
+
+__global__ void maxpoolK(const float *x, float *y, int64_t *ind, int64_t total,
+                         PoolGeom g, int storageOrder) {
+  GRID_STRIDE(o, total) {
+    int64_t j = o % g.ow, i = (o / g.ow) % g.oh, p = o / (g.ow * g.oh);
+    const float *plane = x + p * g.h * g.w;
+    float best = -INFINITY;
+    int64_t bh = -1, bw = -1;
+    for (int64_t a = 0; a < g.kH; ++a) {
+      int64_t hh = i * g.sH - g.pT + a * g.dH;
+      if (hh < 0 || hh >= g.h)
+        continue;
+      for (int64_t b = 0; b < g.kW; ++b) {
+        int64_t ww = j * g.sW - g.pL + b * g.dW;
+        if (ww < 0 || ww >= g.w)
+          continue;
+        float v = plane[hh * g.w + ww];
+        if (bh < 0 || v > best) {
+          best = v;
+          bh = hh;
+          bw = ww;
+        }
+      }
+    }
+    y[o] = best;
+    if (ind)
+      ind[o] = bh < 0              ? -1
+               : storageOrder == 0 ? p * g.h * g.w + bh * g.w + bw
+                                   : p * g.h * g.w + bw * g.h + bh;
+  }
+}
+
+/// dX[Indices[i]] += dY[i] (every index lies in dX: checked).
+__global__ void maxpoolGradK(const float *dy, const int64_t *ind, float *dx,
+                             int64_t n) {
+  GRID_STRIDE(i, n) atomicAdd(dx + ind[i], dy[i]);
+}
+
+/// One block per (n, c) plane.
+__global__ void gapK(const float *x, float *y, int64_t planes, int64_t hw) {
+  for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
+    const float *p = x + pl * hw;
+    double s = 0;
+    for (int64_t i = threadIdx.x; i < hw; i += blockDim.x)
+      s += p[i];
+    s = blockSum(s);
+    if (threadIdx.x == 0)
+      y[pl] = float(s / double(hw));
+  }
+}
+
+/// AveragePool's divisor for the window at output (i, j): kH * kW with
+/// count_include_pad (floor mode keeps windows inside the padded input),
+/// else its elements inside X.
+__device__ int64_t avgCount(const PoolGeom &g, int64_t i, int64_t j,
+                            int includePad) {
+  if (includePad)
+    return g.kH * g.kW;
+  int64_t h0 = i * g.sH - g.pT, w0 = j * g.sW - g.pL;
+  int64_t hs = max(h0, int64_t(0)), he = min(h0 + g.kH, g.h);
+  int64_t ws = max(w0, int64_t(0)), we = min(w0 + g.kW, g.w);
+  return max(he - hs, int64_t(0)) * max(we - ws, int64_t(0));
+}
+
+__global__ void avgpoolK(const float *x, float *y, int64_t total, PoolGeom g,
+                         int includePad) {
+  GRID_STRIDE(o, total) {
+    int64_t j = o % g.ow, i = (o / g.ow) % g.oh, p = o / (g.ow * g.oh);
+    const float *plane = x + p * g.h * g.w;
+    int64_t h0 = i * g.sH - g.pT, w0 = j * g.sW - g.pL;
+    float s = 0.0f;
+    for (int64_t hh = max(h0, int64_t(0)); hh < min(h0 + g.kH, g.h); ++hh)
+      for (int64_t ww = max(w0, int64_t(0)); ww < min(w0 + g.kW, g.w); ++ww)
+        s += plane[hh * g.w + ww];
+    int64_t count = avgCount(g, i, j, includePad);
+    y[o] = count ? s / float(count) : 0.0f;
+  }
+}
+
+/// dX[h, w] = sum over the windows holding (h, w) of dY / count.
+__global__ void avgpoolGradK(const float *dy, float *dx, int64_t total,
+                             PoolGeom g, int includePad) {
+  GRID_STRIDE(e, total) {
+    int64_t ww = e % g.w, hh = (e / g.w) % g.h, p = e / (g.w * g.h);
+    const float *plane = dy + p * g.oh * g.ow;
+    // Windows i with i*sH - pT <= hh < i*sH - pT + kH.
+    int64_t iLo = hh + g.pT - g.kH + 1, iHi = hh + g.pT;
+    iLo = iLo <= 0 ? 0 : (iLo + g.sH - 1) / g.sH;
+    iHi = min(iHi / g.sH, g.oh - 1);
+    int64_t jLo = ww + g.pL - g.kW + 1, jHi = ww + g.pL;
+    jLo = jLo <= 0 ? 0 : (jLo + g.sW - 1) / g.sW;
+    jHi = min(jHi / g.sW, g.ow - 1);
+    float s = 0.0f;
+    for (int64_t i = iLo; i <= iHi; ++i)
+      for (int64_t j = jLo; j <= jHi; ++j) {
+        int64_t count = avgCount(g, i, j, includePad);
+        if (count)
+          s += plane[i * g.ow + j] / float(count);
+      }
+    dx[e] = s;
+  }
+}
+
+} // namespace
+
+int32_t run(comet_rt_context *ctx, const maxpool2d_args &a) {
+  if (a.y.numel() == 0)
+    return ok();
+  PoolGeom g = {a.x.dim(2), a.x.dim(3), a.y.dim(2),   a.y.dim(3),
+                a.kernel_h, a.kernel_w, a.stride_h,   a.stride_w,
+                a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w};
+  maxpoolK<<<gridFor(a.y.numel()), kThreads, 0, streamOf(ctx)>>>(
+      a.x.f(), a.y.f(), a.indices.present ? a.indices.i64() : nullptr,
+      a.y.numel(), g, static_cast<int>(a.storage_order));
+  LAUNCHED("maxpool2d");
+  return ok();
+}
+
+int32_t run(comet_rt_context *ctx, const maxpool_grad_args &a) {
+  const char *op = "maxpool_grad";
+  COMET_RT_TRY(zeroAsync(ctx, op, a.dx.data, a.dx.bytes()));
+  if (a.dy.numel() == 0)
+    return ok();
+  maxpoolGradK<<<gridFor(a.dy.numel()), kThreads, 0, streamOf(ctx)>>>(
+      a.dy.f(), a.indices.i64(), a.dx.f(), a.dy.numel());
+  LAUNCHED(op);
+  return ok();
+}
+
+int32_t run(comet_rt_context *ctx, const global_average_pool_args &a) {
+  int64_t planes = a.x.dim(0) * a.x.dim(1);
+  if (planes == 0)
+    return ok();
+  gapK<<<blocksFor(planes), kThreads, 0, streamOf(ctx)>>>(
+      a.x.f(), a.y.f(), planes, a.x.numel() / planes);
+  LAUNCHED("global_average_pool");
+  return ok();
+}
+
+int32_t run(comet_rt_context *ctx, const avgpool2d_args &a) {
+  if (a.y.numel() == 0)
+    return ok();
+  PoolGeom g = {a.x.dim(2), a.x.dim(3), a.y.dim(2), a.y.dim(3),
+                a.kernel_h, a.kernel_w, a.stride_h, a.stride_w,
+                a.pad_top,  a.pad_left, 1,          1};
+  avgpoolK<<<gridFor(a.y.numel()), kThreads, 0, streamOf(ctx)>>>(
+      a.x.f(), a.y.f(), a.y.numel(), g, a.count_include_pad != 0);
+  LAUNCHED("avgpool2d");
+  return ok();
+}
+
+int32_t run(comet_rt_context *ctx, const avgpool_grad2d_args &a) {
+  if (a.dx.numel() == 0)
+    return ok();
+  PoolGeom g = {a.dx.dim(2), a.dx.dim(3), a.dy.dim(2), a.dy.dim(3),
+                a.kernel_h,  a.kernel_w,  a.stride_h,  a.stride_w,
+                a.pad_top,   a.pad_left,  1,           1};
+  avgpoolGradK<<<gridFor(a.dx.numel()), kThreads, 0, streamOf(ctx)>>>(
+      a.dy.f(), a.dx.f(), a.dx.numel(), g, a.count_include_pad != 0);
+  LAUNCHED("avgpool_grad2d");
+  return ok();
+}
+
+} // namespace comet::rt::cuda

@@ -1,0 +1,32 @@
+//===- Handles.h - Slot and site bookkeeping of compress (not installed) --===//
+//
+// What every backend's compress shares: the context's slot table of bounds
+// and the per-site statistics (comet/runtime/handles.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef COMET_RUNTIME_CORE_HANDLES_H
+#define COMET_RUNTIME_CORE_HANDLES_H
+
+#include "comet/runtime/context.h"
+
+#include <cstdint>
+
+namespace comet::rt {
+
+/// The bound a compress at `site` uses: slot's for sz with slot >= 0
+/// (defining it with eb when undefined), else eb; prevOut is the site's
+/// last stream size (0 before its first). Fails (op names the caller) when
+/// that bound is not positive and finite.
+int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
+                  int64_t slot, int64_t site, double &eb, int64_t &prevOut);
+/// Counts one compress at site: bytesIn of f32 became bytesOut of block.
+void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
+                int64_t slot, double eb, int64_t bytesIn, int64_t bytesOut);
+
+/// The handle block header's size, which both backends count with the
+/// stream so that one graph reports the same compressed bytes anywhere.
+constexpr int64_t kHandleHeaderBytes = 32;
+
+} // namespace comet::rt
+
+#endif // COMET_RUNTIME_CORE_HANDLES_H
