@@ -23,6 +23,9 @@
 # Build trees: COMET_SAN_BUILD (default build-san; the runtime-only tree of
 # scripts/sanitizers.sh) and COMET_FUZZ_IMPORT_BUILD (default
 # build-fuzz-import; test/fuzz-import/tree). COMET_JOBS: build jobs (2).
+# COMET_FUZZ_TIMEOUT: seconds one input may take before it counts as a
+# timeout finding (default 10, import 20); raise it for a campaign that runs
+# at low priority beside other work, where a starved input only looks hung.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ci=0
@@ -127,7 +130,8 @@ for n in "${names[@]}"; do
     # The lit tests' broken models are regression inputs too.
     regs=("$root"/test/fuzz-import/regressions/* \
           "$root"/test/Import/Inputs/bad-*.onnx)
-    extra=(-max_len=$((cap > 131072 ? cap : 131072)) -timeout=20) ;;
+    extra=(-max_len=$((cap > 131072 ? cap : 131072))
+           -timeout="${COMET_FUZZ_TIMEOUT:-20}") ;;
   checkpoint)
     bin=$imp/fuzz_checkpoint
     # The fixtures' checkpoints up to 128 KiB, ONNX Runtime's after
@@ -185,7 +189,8 @@ for n in "${names[@]}"; do
     echo "== $n: ${secs}s${COMET_FUZZ_RUNS:+, at most $COMET_FUZZ_RUNS runs} from ${seeds[*]}"
   fi
   rc=0
-  "${wrap[@]}" "$bin" "${limits[@]}" -timeout=10 -rss_limit_mb=2048 \
+  "${wrap[@]}" "$bin" "${limits[@]}" -timeout="${COMET_FUZZ_TIMEOUT:-10}" \
+    -rss_limit_mb=2048 \
     -print_final_stats=1 "${extra[@]}" -artifact_prefix="$dir/" \
     "$dir/corpus" "${seeds[@]}" >"$dir/fuzz.log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log" |
