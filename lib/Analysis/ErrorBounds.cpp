@@ -45,6 +45,13 @@ double comet::cometPredictedGradStdMasked(double eb, double a, double numTerms,
          std::sqrt(std::max(0.0, numTerms * maskedMoment + coherentExcess));
 }
 
+double comet::noiseTargetSigma(double fraction, double noiseVariance) {
+  if (!positiveFinite(fraction) || !positiveFinite(noiseVariance))
+    return 0;
+  double sigma = fraction * std::sqrt(noiseVariance);
+  return positiveFinite(sigma) ? sigma : 0;
+}
+
 double comet::acgcErrorBound(const AcgcBoundParams &p) {
   if (!positiveFinite(p.energyFraction) ||
       !positiveFinite(p.weightGradNormSq) ||

@@ -1,6 +1,7 @@
 //===- EngineTuner.cpp - Re-tune a comet::Engine's slots while training ---===//
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/Analysis/ErrorBounds.h"
+#include "comet/runtime/context.h"
 #include "comet/runtime/handles.h"
 #include "comet/runtime/slot_stats.h"
 
@@ -149,6 +150,14 @@ SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
     const std::string &p = info.consumers[c].param;
     if (!p.empty()) {
       llvm::ArrayRef<float> g = engine.gradient(p);
+      // The minibatch noise: this step's gradient against the previous
+      // step's, two batches at nearly the same weights.
+      if (const std::vector<double> *prev =
+              bt.gradientSketch(info.slot, static_cast<int64_t>(c), step - 1);
+          prev && !g.empty()) {
+        cs.gradNoiseVar = sketchedNoiseVariance(
+            gradientSketch(g.data(), g.size()), *prev, g.size());
+      }
       if (!g.empty()) {
         double sq = 0, abs = 0;
         for (float v : g) {
@@ -185,6 +194,21 @@ std::map<int64_t, double> EngineTuner::afterStep(int64_t step) {
     collecting = false;
     for (const SlotInfo &info : bt.slots())
       bt.observe(info.slot, collect(info, step + 1));
+  }
+  // Before a stats step: this step's gradients, the first of the two
+  // batches whose difference measures the minibatch noise.
+  if (bt.isStatsStep(step + 1)) {
+    std::map<BoundTuner::SketchKey, std::vector<double>> sketches;
+    for (const SlotInfo &info : bt.slots())
+      for (auto [c, ci] : llvm::enumerate(info.consumers)) {
+        if (ci.param.empty())
+          continue;
+        llvm::ArrayRef<float> g = engine.gradient(ci.param);
+        if (!g.empty())
+          sketches[{info.slot, static_cast<int64_t>(c)}] =
+              gradientSketch(g.data(), g.size());
+      }
+    bt.setGradientSketches(step + 1, std::move(sketches));
   }
   std::map<int64_t, double> changed;
   if (bt.isRetuneStep(step)) {
@@ -251,6 +275,7 @@ llvm::json::Object EngineTuner::profile() const {
     putPositive(e, "momentum", cs.meanAbsMomentum);
     putPositive(e, "gw_norm2", cs.weightGradNormSq);
     putPositive(e, "gy_norm2", cs.gradNormSq);
+    putPositive(e, "noise", cs.gradNoiseVar);
     slots[std::to_string(info.slot)] = std::move(e);
     // The pass reads inv_std by value name.
     if (std::isfinite(cs.invStd) && cs.invStd > 0)
@@ -276,16 +301,33 @@ llvm::json::Object EngineTuner::slotReport(int64_t slot) const {
     return std::isfinite(v) ? llvm::json::Value(v) : llvm::json::Value(nullptr);
   };
   llvm::json::Array cons;
-  for (const ConsumerStats &c : a.consumers)
-    cons.push_back(
-        llvm::json::Object{{"Lbar", num(c.meanAbsGrad)},
-                           {"rms_grad", num(c.rmsGrad)},
-                           {"masked_moment", num(c.maskedMoment)},
-                           {"coherent_excess", num(c.coherentExcess)},
-                           {"gy_norm2", num(c.gradNormSq)},
-                           {"gw_norm2", num(c.weightGradNormSq)},
-                           {"momentum", num(c.meanAbsMomentum)},
-                           {"inv_std", num(c.invStd)}});
+  const SlotInfo *info = nullptr;
+  for (const SlotInfo &i : bt.slots())
+    if (i.slot == slot)
+      info = &i;
+  for (auto [k, c] : llvm::enumerate(a.consumers)) {
+    // The minibatch noise against the error COMET's model predicts at the
+    // bound in force: how many times the noise's variance is the error's.
+    double predicted = info
+                           ? predictedErrorStd(bt.options(), info->consumers[k],
+                                               c, a.nonZero, bt.currentEb(slot))
+                           : 0;
+    double noiseToError = predicted > 0 && std::isfinite(c.gradNoiseVar)
+                              ? c.gradNoiseVar / (predicted * predicted)
+                              : NAN;
+    cons.push_back(llvm::json::Object{
+        {"Lbar", num(c.meanAbsGrad)},
+        {"rms_grad", num(c.rmsGrad)},
+        {"masked_moment", num(c.maskedMoment)},
+        {"coherent_excess", num(c.coherentExcess)},
+        {"gy_norm2", num(c.gradNormSq)},
+        {"gw_norm2", num(c.weightGradNormSq)},
+        {"momentum", num(c.meanAbsMomentum)},
+        {"inv_std", num(c.invStd)},
+        {"grad_noise_var", num(c.gradNoiseVar)},
+        {"predicted_error_std", num(predicted > 0 ? predicted : NAN)},
+        {"noise_to_error", num(noiseToError)}});
+  }
   r["stats"] = llvm::json::Object{{"observations", a.count},
                                   {"R", num(a.nonZero)},
                                   {"ratio", num(a.ratio)},
@@ -297,21 +339,119 @@ llvm::json::Object EngineTuner::slotReport(int64_t slot) const {
   return r;
 }
 
+namespace {
+/// What one run of the training graph and one optimizer step from the
+/// saved state left in a parameter: its gradient and its update.
+struct StepResult {
+  std::vector<float> grad, update;
+};
+
+/// Where a runtime context's random stream (Dropout's masks) stands.
+struct RandomState {
+  uint64_t seed = 0, counter = 0;
+};
+
+/// The gradients of `params` on (images, labels) and the update of one
+/// optimizer step from `state`, which `engine` holds again afterwards; its
+/// Dropout masks are drawn from `random`.
+Expected<std::map<std::string, StepResult>>
+stepFrom(Engine &engine, const checkpoint::Checkpoint &state,
+         const std::vector<std::string> &params, const void *images,
+         const int64_t *labels, RandomState random) {
+  if (Error e = engine.loadCheckpointState(state))
+    return std::move(e);
+  comet_rt_context_set_random_state(engine.runtimeContext(), random.seed,
+                                    random.counter);
+  // One batch's gradient: overwrite the buffers rather than add to what
+  // the engine accumulated (lazyResetGrad).
+  engine.lazyResetGrad();
+  auto loss = engine.computeGradients(images, labels);
+  if (!loss)
+    return loss.takeError();
+  std::map<std::string, StepResult> out;
+  std::map<std::string, std::vector<float>> before;
+  for (const std::string &p : params) {
+    out[p].grad = engine.gradient(p).vec();
+    before[p] = engine.parameter(p).vec();
+  }
+  if (Error e = engine.optimizerStep())
+    return std::move(e);
+  for (const std::string &p : params) {
+    llvm::ArrayRef<float> w = engine.parameter(p);
+    std::vector<float> &u = out[p].update;
+    u.resize(w.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      u[i] = w[i] - before[p][i];
+  }
+  if (Error e = engine.loadCheckpointState(state))
+    return std::move(e);
+  return out;
+}
+
+/// The mean over elements of the unbiased variance of `field` over the
+/// results (at least two).
+double meanVariance(llvm::ArrayRef<const StepResult *> rs,
+                    std::vector<float> StepResult::*field) {
+  const size_t n = (rs.front()->*field).size(), k = rs.size();
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double mean = 0, sq = 0;
+    for (const StepResult *r : rs)
+      mean += (r->*field)[i];
+    mean /= k;
+    for (const StepResult *r : rs)
+      sq += ((r->*field)[i] - mean) * ((r->*field)[i] - mean);
+    sum += sq / (k - 1);
+  }
+  return n ? sum / n : 0;
+}
+
+/// RMS over elements of a - b (of a when b is empty).
+double rmsDiff(llvm::ArrayRef<float> a, llvm::ArrayRef<float> b = {}) {
+  double sq = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = double(a[i]) - (b.empty() ? 0.0 : double(b[i]));
+    sq += d * d;
+  }
+  return a.empty() ? 0 : std::sqrt(sq / a.size());
+}
+} // namespace
+
 Expected<std::vector<GradErrorMeasurement>>
 comet::measureGradError(Engine &compressed, Engine &reference,
-                        const void *images, const int64_t *labels) {
+                        const void *images, const int64_t *labels,
+                        llvm::ArrayRef<NoiseBatch> noiseBatches) {
   std::vector<SlotInfo> slots = slotsOf(compressed.stats(), nullptr);
   if (Error e = needStatistics(compressed, slots, "measureGradError"))
     return std::move(e);
-  for (const std::string &p : compressed.trainableParameters())
-    if (Error e = reference.setParameter(p, compressed.parameter(p)))
-      return std::move(e);
-  // Each measurement is one batch's gradient: overwrite the buffers
-  // rather than add to what the engines accumulated (lazyResetGrad).
-  reference.lazyResetGrad();
-  auto refLoss = reference.computeGradients(images, labels);
-  if (!refLoss)
-    return refLoss.takeError();
+  // Every run starts from the compressed engine's weights and optimizer
+  // state, and leaves them as they were.
+  auto state = compressed.checkpointState(true);
+  if (!state)
+    return state.takeError();
+  std::vector<std::string> params;
+  for (const SlotInfo &s : slots)
+    if (!s.consumers.front().param.empty())
+      params.push_back(s.consumers.front().param);
+  // The lossy and the exact runs of the measured batch draw the same
+  // Dropout masks; each noise batch draws its own, as training does.
+  RandomState random;
+  comet_rt_context_get_random_state(compressed.runtimeContext(), &random.seed,
+                                    &random.counter);
+  auto exactA = stepFrom(reference, *state, params, images, labels, random);
+  if (!exactA)
+    return exactA.takeError();
+  // The exact gradients and updates of more batches from the same state:
+  // with batch A's, samples of the minibatch noise.
+  std::vector<std::map<std::string, StepResult>> others;
+  for (const NoiseBatch &b : noiseBatches) {
+    RandomState fresh = random;
+    fresh.counter += (others.size() + 1) << 40; // far past what a step draws
+    auto r = stepFrom(reference, *state, params, b.images, b.labels, fresh);
+    if (!r)
+      return r.takeError();
+    others.push_back(std::move(*r));
+  }
   std::map<int64_t, double> saved;
   for (const SlotInfo &s : slots)
     saved[s.slot] =
@@ -327,6 +467,13 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     comet_rt_slot_set_moments(ctx, s.slot, 1);
     setDiagonal(ctx, s);
   }
+  // The engine as the check found it, also when a run fails midway.
+  auto restore = [&] {
+    for (auto [slot, eb] : saved)
+      comet_rt_slot_set_eb(ctx, slot, eb);
+    comet_rt_context_set_random_state(ctx, random.seed, random.counter);
+    llvm::consumeError(compressed.loadCheckpointState(*state));
+  };
   std::vector<GradErrorMeasurement> out;
   for (const SlotInfo &s : slots) {
     const ConsumerInfo &c = s.consumers.front();
@@ -338,11 +485,13 @@ comet::measureGradError(Engine &compressed, Engine &reference,
                            o.slot == s.slot ? saved[o.slot] : exact);
     comet_rt_slot_observations_clear(ctx);
     comet_rt_slot_stats_enable(ctx, 1);
-    compressed.lazyResetGrad();
-    auto loss = compressed.computeGradients(images, labels);
+    auto lossy =
+        stepFrom(compressed, *state, {c.param}, images, labels, random);
     comet_rt_slot_stats_enable(ctx, 0);
-    if (!loss)
-      return loss.takeError();
+    if (!lossy) {
+      restore();
+      return lossy.takeError();
+    }
     comet_rt_slot_observation ob;
     comet_rt_slot_get_observation(ctx, s.slot, 0, &ob);
     GradErrorMeasurement m;
@@ -379,10 +528,12 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     m.predictedStdCoherent =
         cometPredictedGradStdMasked(ebSeen, kUniformStdFactor, m.numTerms,
                                     m.maskedMoment, m.coherentExcess);
-    llvm::ArrayRef<float> gc = compressed.gradient(c.param);
-    llvm::ArrayRef<float> gr = reference.gradient(c.param);
-    if (gc.size() != gr.size() || gc.empty())
+    const StepResult &lc = (*lossy)[c.param], &ea = (*exactA)[c.param];
+    llvm::ArrayRef<float> gc = lc.grad, gr = ea.grad;
+    if (gc.size() != gr.size() || gc.empty()) {
+      restore();
       return err("the gradient of " + c.param + " differs in size");
+    }
     double sum = 0, sq = 0, dot = 0, gsq = 0;
     for (size_t i = 0; i < gc.size(); ++i) {
       double d = double(gc[i]) - double(gr[i]);
@@ -399,9 +550,25 @@ comet::measureGradError(Engine &compressed, Engine &reference,
       m.errorProjection = dot / gsq;
     if (gsq > 0 && sq > 0)
       m.errorCosine = dot / std::sqrt(gsq * sq);
+    // The updates are differences of the weights in float, as the
+    // optimizer applied them: below about 1e-7 of the weights they are
+    // rounding.
+    m.updateRms = rmsDiff(ea.update);
+    m.updateErrorRms = rmsDiff(lc.update, ea.update);
+    if (!others.empty()) {
+      std::vector<const StepResult *> all = {&ea};
+      for (const auto &o : others)
+        all.push_back(&o.at(c.param));
+      m.gradNoiseStd = std::sqrt(meanVariance(all, &StepResult::grad));
+      m.updateNoiseStd = std::sqrt(meanVariance(all, &StepResult::update));
+      if (sq > 0)
+        m.gradNoiseToError = m.gradNoiseStd * m.gradNoiseStd / (sq / gc.size());
+      if (m.updateErrorRms > 0)
+        m.updateNoiseToError = m.updateNoiseStd * m.updateNoiseStd /
+                               (m.updateErrorRms * m.updateErrorRms);
+    }
     out.push_back(std::move(m));
   }
-  for (auto [slot, eb] : saved)
-    comet_rt_slot_set_eb(compressed.runtimeContext(), slot, eb);
+  restore();
   return out;
 }

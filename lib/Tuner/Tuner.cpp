@@ -40,11 +40,21 @@ std::optional<Rule> tuner::parseRule(const std::string &name) {
     return Rule::Comet;
   if (name == "acgc")
     return Rule::Acgc;
+  if (name == "noise")
+    return Rule::Noise;
   return std::nullopt;
 }
 
 const char *tuner::ruleName(Rule r) {
-  return r == Rule::Comet ? "comet" : "acgc";
+  switch (r) {
+  case Rule::Comet:
+    return "comet";
+  case Rule::Acgc:
+    return "acgc";
+  case Rule::Noise:
+    return "noise";
+  }
+  return "comet";
 }
 
 static bool positiveFinite(double x) { return std::isfinite(x) && x > 0; }
@@ -56,6 +66,9 @@ std::string tuner::validate(const TunerOptions &o) {
   if (!positiveFinite(o.acgcEnergy))
     return "--acgc-e must be positive and finite, got " +
            std::to_string(o.acgcEnergy);
+  if (!positiveFinite(o.noiseFraction))
+    return "--noise-fraction must be positive and finite, got " +
+           std::to_string(o.noiseFraction);
   if (o.retuneInterval == 0 || o.retuneInterval < -1)
     return "--retune-interval must be a positive number of steps, got " +
            std::to_string(o.retuneInterval);
@@ -99,20 +112,25 @@ double tuner::consumerBound(const TunerOptions &o, const ConsumerInfo &c,
     gain = s.invStd;
     nonZero = 1;
   }
+  // COMET's and the noise rule share the error model and differ in the
+  // target sigma of the weight-gradient error.
+  double sigma = o.rule == Rule::Noise
+                     ? noiseTargetSigma(o.noiseFraction, s.gradNoiseVar)
+                     : o.sigmaFactor * s.meanAbsMomentum;
   double eb;
-  if (o.rule == Rule::Comet && o.gradMagnitude == GradMagnitude::Masked &&
+  if (o.rule != Rule::Acgc && o.gradMagnitude == GradMagnitude::Masked &&
       maskedStatsUsable(c, s)) {
     eb = cometErrorBoundMasked(
-        o.sigmaFactor * s.meanAbsMomentum, kUniformStdFactor, c.numTerms,
-        s.maskedMoment, std::isfinite(s.coherentExcess) ? s.coherentExcess : 0);
-  } else if (o.rule == Rule::Comet) {
+        sigma, kUniformStdFactor, c.numTerms, s.maskedMoment,
+        std::isfinite(s.coherentExcess) ? s.coherentExcess : 0);
+  } else if (o.rule != Rule::Acgc) {
     CometBoundParams p;
     p.numTerms = c.numTerms;
     p.nonZeroFraction = std::min(1.0, nonZero);
     p.meanAbsGrad =
         o.gradMagnitude == GradMagnitude::MeanAbs ? s.meanAbsGrad : s.rmsGrad;
-    p.meanAbsMomentum = s.meanAbsMomentum;
-    p.sigmaFactor = o.sigmaFactor;
+    p.meanAbsMomentum = sigma; // sigma itself: k = 1
+    p.sigmaFactor = 1;
     eb = cometErrorBound(p); // 0 when a statistic is missing (NaN)
   } else {
     AcgcBoundParams p;
@@ -124,6 +142,62 @@ double tuner::consumerBound(const TunerOptions &o, const ConsumerInfo &c,
     eb = acgcErrorBound(p);
   }
   return eb > 0 ? eb / gain : 0;
+}
+
+double tuner::predictedErrorStd(const TunerOptions &o, const ConsumerInfo &c,
+                                const ConsumerStats &s, double nonZero,
+                                double eb) {
+  if (c.kind == ConsumerKind::BatchNorm) {
+    if (!positiveFinite(s.invStd))
+      return 0;
+    eb *= s.invStd;
+    nonZero = 1;
+  }
+  double sd;
+  if (o.gradMagnitude == GradMagnitude::Masked && maskedStatsUsable(c, s)) {
+    sd = cometPredictedGradStdMasked(
+        eb, kUniformStdFactor, c.numTerms, s.maskedMoment,
+        std::isfinite(s.coherentExcess) ? s.coherentExcess : 0);
+  } else {
+    CometBoundParams p;
+    p.numTerms = c.numTerms;
+    p.nonZeroFraction = std::min(1.0, nonZero);
+    p.meanAbsGrad =
+        o.gradMagnitude == GradMagnitude::MeanAbs ? s.meanAbsGrad : s.rmsGrad;
+    sd = cometPredictedGradStd(eb, p);
+  }
+  return positiveFinite(sd) ? sd : 0;
+}
+
+/// splitmix64's finalizer: the bucket and sign of an element's index.
+static uint64_t mixIndex(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::vector<double> tuner::gradientSketch(const float *g, size_t n) {
+  const size_t buckets = kMaxSketchSize;
+  if (n <= buckets)
+    return std::vector<double>(g, g + n);
+  std::vector<double> s(buckets, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t h = mixIndex(i);
+    s[h % buckets] += (h >> 63) ? -double(g[i]) : double(g[i]);
+  }
+  return s;
+}
+
+double tuner::sketchedNoiseVariance(const std::vector<double> &a,
+                                    const std::vector<double> &b, size_t n) {
+  if (a.size() != b.size() || n == 0)
+    return NAN;
+  double sq = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    sq += (a[i] - b[i]) * (a[i] - b[i]);
+  // E[(g_A - g_B)^2] = 2 Var[g] for two independent batches.
+  return sq / (2.0 * double(n));
 }
 
 BoundTuner::BoundTuner(TunerOptions options, std::vector<SlotInfo> slots)
@@ -183,7 +257,7 @@ AveragedStats BoundTuner::averaged(int64_t slot) const {
   size_t nc = st->info.consumers.size();
   Mean r, ratio;
   std::vector<Mean> lbar(nc), rms(nc), gy(nc), gw(nc), mom(nc), inv(nc),
-      masked(nc), coherent(nc);
+      masked(nc), coherent(nc), noise(nc);
   for (const SlotStats &s : st->window) {
     r.add(s.nonZero);
     ratio.add(s.ratio);
@@ -197,6 +271,7 @@ AveragedStats BoundTuner::averaged(int64_t slot) const {
       inv[c].add(cs.invStd);
       masked[c].add(cs.maskedMoment);
       coherent[c].add(cs.coherentExcess);
+      noise[c].add(cs.gradNoiseVar);
     }
   }
   a.count = static_cast<int64_t>(st->window.size());
@@ -205,7 +280,7 @@ AveragedStats BoundTuner::averaged(int64_t slot) const {
   for (size_t c = 0; c < nc; ++c)
     a.consumers.push_back({lbar[c].get(), rms[c].get(), gy[c].get(),
                            gw[c].get(), mom[c].get(), inv[c].get(),
-                           masked[c].get(), coherent[c].get()});
+                           masked[c].get(), coherent[c].get(), noise[c].get()});
   return a;
 }
 
@@ -257,6 +332,21 @@ double BoundTuner::currentEb(int64_t slot) const {
   return st ? st->eb : 0;
 }
 
+void BoundTuner::setGradientSketches(
+    int64_t stepsDone, std::map<SketchKey, std::vector<double>> s) {
+  sketchStep = stepsDone;
+  sketches = std::move(s);
+}
+
+const std::vector<double> *BoundTuner::gradientSketch(int64_t slot,
+                                                      int64_t consumer,
+                                                      int64_t stepsDone) const {
+  if (stepsDone != sketchStep)
+    return nullptr;
+  auto it = sketches.find({slot, consumer});
+  return it == sketches.end() ? nullptr : &it->second;
+}
+
 const std::vector<HistoryPoint> &BoundTuner::ebHistory(int64_t slot) const {
   static const std::vector<HistoryPoint> none;
   const State *st = find(slot);
@@ -271,10 +361,13 @@ const std::vector<HistoryPoint> &BoundTuner::ratioHistory(int64_t slot) const {
 
 // ---- checkpoints ----
 //
-// The text: "comet-tuner 1 <retunes> <slots>", then per slot
+// The text: "comet-tuner 2 <retunes> <slots>", then per slot
 // "slot <id> <consumers> <eb> <window> <eb history> <ratio history>",
-// each window entry "<step> <nonZero> <ratio>" and 8 numbers per consumer,
-// each history point "<step> <value>". Whitespace separates the tokens.
+// each window entry "<step> <nonZero> <ratio>" and 9 numbers per consumer
+// (version 1, written before the gradient noise was measured: 8, the noise
+// NaN), each history point "<step> <value>"; then (version 2)
+// "sketches <step> <count>" and per sketch "<slot> <consumer> <size>" and
+// its values. Whitespace separates the tokens.
 
 namespace {
 
@@ -329,7 +422,7 @@ private:
 } // namespace
 
 std::string BoundTuner::saveState() const {
-  std::string out = "comet-tuner 1";
+  std::string out = "comet-tuner 2";
   putInt(out, retunes);
   putInt(out, static_cast<int64_t>(states.size()));
   for (const auto &[slot, st] : states) {
@@ -347,9 +440,9 @@ std::string BoundTuner::saveState() const {
       putDouble(out, s.ratio);
       putInt(out, static_cast<int64_t>(s.consumers.size()));
       for (const ConsumerStats &c : s.consumers)
-        for (double v :
-             {c.meanAbsGrad, c.rmsGrad, c.gradNormSq, c.weightGradNormSq,
-              c.meanAbsMomentum, c.invStd, c.maskedMoment, c.coherentExcess})
+        for (double v : {c.meanAbsGrad, c.rmsGrad, c.gradNormSq,
+                         c.weightGradNormSq, c.meanAbsMomentum, c.invStd,
+                         c.maskedMoment, c.coherentExcess, c.gradNoiseVar})
           putDouble(out, v);
     }
     for (const auto *hist : {&st.ebHist, &st.ratioHist}) {
@@ -359,6 +452,17 @@ std::string BoundTuner::saveState() const {
         putDouble(out, h.value);
       }
     }
+  }
+  out += "\nsketches";
+  putInt(out, sketchStep);
+  putInt(out, static_cast<int64_t>(sketches.size()));
+  for (const auto &[key, values] : sketches) {
+    out += "\n";
+    putInt(out, key.first);
+    putInt(out, key.second);
+    putInt(out, static_cast<int64_t>(values.size()));
+    for (double v : values)
+      putDouble(out, v);
   }
   return out + "\n";
 }
@@ -370,9 +474,9 @@ std::string BoundTuner::restoreState(const std::string &text) {
   const std::string bad = "the bound tuner's saved state is malformed";
   if (!in.word(w) || w != "comet-tuner" || !in.integer(version))
     return bad;
-  if (version != 1)
+  if (version != 1 && version != 2)
     return "the bound tuner's saved state has version " +
-           std::to_string(version) + "; this build reads version 1";
+           std::to_string(version) + "; this build reads versions 1 and 2";
   if (!in.integer(numRetunes) || !in.integer(numSlots) || numRetunes < 0)
     return bad;
   if (numSlots != static_cast<int64_t>(states.size()))
@@ -410,6 +514,8 @@ std::string BoundTuner::restoreState(const std::string &text) {
                           &cs.maskedMoment, &cs.coherentExcess})
           if (!in.real(*v))
             return bad;
+        if (version >= 2 && !in.real(cs.gradNoiseVar))
+          return bad;
         s.consumers.push_back(cs);
       }
       st.window.push_back(std::move(s));
@@ -426,9 +532,30 @@ std::string BoundTuner::restoreState(const std::string &text) {
       return "the bound tuner's saved state lists slot " +
              std::to_string(slot) + " twice";
   }
+  int64_t newSketchStep = -1;
+  std::map<SketchKey, std::vector<double>> newSketches;
+  if (version >= 2) {
+    int64_t count;
+    if (!in.word(w) || w != "sketches" || !in.integer(newSketchStep) ||
+        !in.integer(count) || count < 0)
+      return bad;
+    for (int64_t k = 0; k < count; ++k) {
+      int64_t slot, consumer, size;
+      if (!in.integer(slot) || !in.integer(consumer) || !in.integer(size) ||
+          size < 0 || size > kMaxSketchSize || !restored.count(slot))
+        return bad;
+      std::vector<double> values(static_cast<size_t>(size));
+      for (double &v : values)
+        if (!in.real(v))
+          return bad;
+      newSketches[{slot, consumer}] = std::move(values);
+    }
+  }
   if (!in.atEnd())
     return bad;
   states = std::move(restored);
   retunes = numRetunes;
+  sketchStep = newSketchStep;
+  sketches = std::move(newSketches);
   return "";
 }

@@ -177,7 +177,8 @@ def run_one(args, model, label, config_args, seed):
     error_model = [{k: m.get(k) for k in (
         "slot", "value", "param", "eb", "measured_std",
         "predicted_std_coherent", "ratio_coherent", "weight_elements",
-        "error_projection", "error_cosine")}
+        "error_projection", "error_cosine", "grad_noise_std",
+        "grad_noise_to_error", "update_noise_to_error")}
         for m in r.get("error_model", [])]
     return {"model": model_name(model), "config": label, "seed": seed,
             **summary(r),
@@ -205,13 +206,21 @@ def analyse(runs, configs):
             loss = paired([base[s]["final_loss"] for s in seeds],
                           [rows[s]["final_loss"] for s in seeds])
             ratios = [rows[s]["compression_ratio"] for s in seeds]
-            em, cos = {}, {}
+            em, cos, noise = {}, {}, {}
             for s in seeds:
                 for m in rows[s].get("error_model", []):
                     key = f"{m['value']} -> {m['param']}"
                     em.setdefault(key, []).append(m["ratio_coherent"])
                     if m.get("error_cosine") is not None:
                         cos.setdefault(key, []).append(m["error_cosine"])
+                    # The minibatch noise's variance over the error's, in
+                    # the gradient and in the update (reports of builds
+                    # before the check measured it have none).
+                    for what in ("grad", "update"):
+                        v = m.get(f"{what}_noise_to_error")
+                        if v:
+                            noise.setdefault(key, {}).setdefault(
+                                what, []).append(v)
             out.append({
                 "model": model, "config": label, "seeds": seeds,
                 "error_model_ratio": {k: sum(v) / len(v)
@@ -219,6 +228,11 @@ def analyse(runs, configs):
                 # Per seed: an error biased along the gradient gives a
                 # cosine far outside +-1/sqrt(weight elements).
                 "error_cosine": cos,
+                # Per slot, the geometric mean over seeds of the noise's
+                # variance over the error's (the ratios span decades).
+                "noise_to_error": {
+                    k: {w: math.exp(sum(map(math.log, xs)) / len(xs))
+                        for w, xs in v.items()} for k, v in noise.items()},
                 "accuracy": [rows[s]["test_accuracy"] for s in seeds],
                 "accuracy_change_pp": acc,
                 "final_loss_change": loss,
@@ -254,6 +268,15 @@ def table(rows):
                   + " ".join(f"{c:+.3f}" for c in
                              r.get("error_cosine", {}).get(k, []))
                   for r, k, v in em]
+    nz = [(r, k, v) for r in rows
+          for k, v in r.get("noise_to_error", {}).items()]
+    if nz:
+        lines += ["", "minibatch noise / compression error, variance "
+                  "(geometric mean over seeds): in the gradient, in the "
+                  "optimizer's update"]
+        lines += [f"{r['model']:8} {r['config']:22} {k:32} "
+                  f"{fmt(v.get('grad'), '10.3g')} {fmt(v.get('update'), '10.3g')}"
+                  for r, k, v in nz]
     return "\n".join(lines)
 
 

@@ -881,8 +881,8 @@ NB_MODULE(_comet, m) {
           [](comet::tuner::TunerOptions &o, const std::string &s) {
             auto r = comet::tuner::parseRule(s);
             if (!r)
-              throw nb::value_error(("bound_rule must be 'comet' or 'acgc', "
-                                     "not '" +
+              throw nb::value_error(("bound_rule must be 'comet', 'acgc' or "
+                                     "'noise', not '" +
                                      s + "'")
                                         .c_str());
             o.rule = *r;
@@ -903,6 +903,7 @@ NB_MODULE(_comet, m) {
           })
       .def_rw("bound_k", &comet::tuner::TunerOptions::sigmaFactor)
       .def_rw("acgc_e", &comet::tuner::TunerOptions::acgcEnergy)
+      .def_rw("noise_fraction", &comet::tuner::TunerOptions::noiseFraction)
       .def_rw("retune_interval", &comet::tuner::TunerOptions::retuneInterval)
       .def_rw("stats_interval", &comet::tuner::TunerOptions::statsInterval)
       .def_rw("stats_window", &comet::tuner::TunerOptions::window)

@@ -39,7 +39,7 @@ def static_bounds(profile_path, rule):
             re.findall(r"bound <abs = ([-0-9.eE+]+), slot = (\d+)>", out)}
 
 
-@pytest.mark.parametrize("rule", ["comet", "acgc"])
+@pytest.mark.parametrize("rule", ["comet", "acgc", "noise"])
 def test_report_histories_and_profile_round_trip(tmp_path, rule):
     report, profile, path = train(tmp_path, "--bound-rule", rule, name=rule)
     assert report["compress"] == "adaptive"
@@ -54,6 +54,13 @@ def test_report_histories_and_profile_round_trip(tmp_path, rule):
         assert all(h["ratio"] > 1 for h in s["ratio_history"])
         assert s["stats"]["observations"] == 10
         assert 0 < s["stats"]["R"] <= 1
+        # Every rule measures the minibatch noise (stats every step: each
+        # observation pairs a step with the one before) and reports it
+        # against the error the model predicts at the bound in force.
+        c = s["stats"]["consumers"][0]
+        assert c["grad_noise_var"] > 0 and c["predicted_error_std"] > 0
+        assert c["noise_to_error"] == pytest.approx(
+            c["grad_noise_var"] / c["predicted_error_std"] ** 2, rel=1e-9)
         tuned = s["tuned_eb_history"]
         assert tuned[0]["step"] == 0 and tuned[0]["eb"] == s["static_eb"]
         # The first retune (after step 10) moved the bound, within the clamp,
@@ -66,6 +73,7 @@ def test_report_histories_and_profile_round_trip(tmp_path, rule):
     # A second compile from the profile starts from the measured statistics:
     # its static bound is the rule's bound from the same window.
     assert set(profile["slots"]) == {str(s["slot"]) for s in lossy}
+    assert all(p["noise"] > 0 for p in profile["slots"].values())
     bounds = static_bounds(path, rule)
     for s in lossy:
         assert bounds[s["slot"]] == pytest.approx(s["rule_eb"], rel=1e-9)
@@ -166,3 +174,92 @@ def test_error_model_within_2x_with_coherent_term(tmp_path):
              re.findall(r"bound <abs = ([-0-9.eE+]+), slot = (\d+)>", out2)}
     assert found[bn2["slot"]] == pytest.approx(bn2["eb"], rel=1e-6)
     assert found[relu2["slot"]] == pytest.approx(relu2["eb"], rel=1e-6)
+
+
+def run_model(tmp_path, name, *extra, model=LENET):
+    if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+        pytest.skip("dataset-fashion-mnist is not installed")
+    report = tmp_path / f"{name}.json"
+    p = subprocess.run(
+        [tool("comet-train"), model, "--data", "fashion-mnist", "--batch", "64",
+         "--eval-samples", "2000", "--report", str(report), "--quiet",
+         *map(str, extra)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(report.read_text())
+
+
+def test_update_error_against_the_minibatch_noise(tmp_path):
+    """The error-model check's optimizer step and noise yardstick
+    (docs/error-bounds.md, "The update error and the minibatch noise").
+    Under the built-in SGD (weight decay 0) one step from the same velocity
+    moves the weights by -lr * (momentum * v + g): the update's error is lr
+    times the gradient's, and its noise lr times the gradient's noise. The
+    check restores the weights and optimizer state: the test accuracy,
+    evaluated after it, is the run's without the check."""
+    r = run_model(tmp_path, "sgd", "--optimizer", "builtin", "--lr", "0.05",
+                  "--max-steps", "60", "--compress", "adaptive",
+                  "--retune-interval", "20", "--measure-error-model",
+                  tmp_path / "em.json")
+    slots = r["error_model"]
+    assert len(slots) == 2
+    for m in slots:
+        assert m["measured_std"] > 0 and m["grad_noise_std"] > 0
+        assert m["update_error_rms"] == pytest.approx(
+            0.05 * m["measured_std"], rel=0.02), m
+        assert m["update_noise_std"] == pytest.approx(
+            0.05 * m["grad_noise_std"], rel=0.02), m
+        assert m["grad_noise_to_error"] == pytest.approx(
+            (m["grad_noise_std"] / m["measured_std"]) ** 2, rel=1e-9)
+        assert m["update_rms"] > m["update_error_rms"]
+    # AdamW (the folder's optimizer): the check leaves the run as it was.
+    a = run_model(tmp_path, "adamw", "--lr", "0.01", "--max-steps", "60",
+                  "--compress", "static", "--measure-error-model",
+                  tmp_path / "em2.json")
+    b = run_model(tmp_path, "adamw-plain", "--lr", "0.01", "--max-steps", "60",
+                  "--compress", "static")
+    assert a["test_accuracy"] == b["test_accuracy"]
+    assert a["test_loss"] == b["test_loss"]
+    for m in a["error_model"]:
+        assert m["update_noise_to_error"] > 0 and m["update_error_rms"] > 0
+
+
+def test_noise_rule_measures_the_noise_the_check_measures(tmp_path):
+    """The tuner's noise (10 pairs of consecutive steps, through
+    1024-number sketches) against the check's (five batches at the same
+    weights, every element): within 1.6x in standard deviation on both
+    slots (a batch pair's noise energy is heavy tailed: single pairs vary
+    10x). Then the bound the rule chose (the clamp at eb-max lifted) puts
+    the measured gradient error at about its fraction of the noise:
+    (noise / error)^2 near 1 / 0.1^2 = 100."""
+    r = run_model(tmp_path, "noise", "--optimizer", "builtin", "--lr", "0.05",
+                  "--max-steps", "200", "--compress", "adaptive",
+                  "--bound-rule", "noise", "--retune-interval", "20",
+                  "--stats-interval", "1", "--eb-max", "10",
+                  "--measure-error-model", tmp_path / "em.json")
+    assert r["tuner"]["rule"] == "noise" and r["tuner"]["noise_fraction"] == 0.1
+    check = {m["slot"]: m for m in r["error_model"]}
+    for s in r["slots"]:
+        if s["slot"] is None:
+            continue
+        tuner_std = s["stats"]["consumers"][0]["grad_noise_var"] ** 0.5
+        m = check[s["slot"]]
+        assert 1 / 1.6 < tuner_std / m["grad_noise_std"] < 1.6, (s, m)
+        assert m["eb"] == s["tuned_eb_history"][-1]["eb"] < 10
+        assert 25 < m["grad_noise_to_error"] < 400, m
+
+
+def test_error_model_check_shares_dropout_masks(tmp_path):
+    """The CNN fixture has Dropout: the check's lossy and exact runs of the
+    measured batch draw the same masks (and the noise batches their own),
+    so the measured error is the codec's. With a mask per run it was
+    700-4800x the prediction on every slot. BatchNorm slots can come out
+    below 1: their prediction takes the largest channel's inv_std."""
+    cnn = os.path.join(ROOT, "test", "fixtures", "models", "cnn")
+    r = run_model(tmp_path, "cnn", "--max-steps", "30", "--compress", "static",
+                  "--measure-error-model", tmp_path / "em.json", model=cnn)
+    slots = r["error_model"]
+    assert len(slots) == 5
+    for m in slots:
+        assert 0.3 < m["ratio_coherent"] < 2.0, m
+        # The codec's error at the static bounds is far below the noise.
+        assert m["grad_noise_to_error"] > 1e4, m

@@ -96,6 +96,20 @@ def test_analyse_collects_the_error_model_per_seed():
     assert st["error_model_ratio"] == {"x -> w": 1.5}
     assert st["error_cosine"] == {"x -> w": [-0.25, 0.125]}
     assert "x -> w" in fidelity.table([st]) and "-0.250 +0.125" in fidelity.table([st])
+    assert st["noise_to_error"] == {}
+
+
+def test_analyse_takes_the_geometric_mean_of_noise_to_error():
+    em = lambda g, u: [{"value": "x", "param": "w", "ratio_coherent": 1.0,
+                        "grad_noise_to_error": g, "update_noise_to_error": u}]
+    runs = [run_row("none", 1, 0.8), run_row("none", 2, 0.8),
+            {**run_row("adaptive", 1, 0.8), "error_model": em(100.0, 10.0)},
+            {**run_row("adaptive", 2, 0.8), "error_model": em(10000.0, 40.0)}]
+    st = fidelity.analyse(runs, ["adaptive"])[0]
+    assert st["noise_to_error"]["x -> w"]["grad"] == pytest.approx(1000.0)
+    assert st["noise_to_error"]["x -> w"]["update"] == pytest.approx(20.0)
+    text = fidelity.table([st])
+    assert "minibatch noise / compression error" in text and "1e+03" in text
 
 
 def smoke(tmp_path, *extra):

@@ -299,6 +299,8 @@ def test_options_are_checked(api):
         ({"memory_budget": "1MiB", "compress": "none"}, ValueError, "memory_budget needs"),
         ({"compress": "adaptive", "bound_rule": "x"}, ValueError, "bound_rule must be"),
         ({"compress": "adaptive", "eb_min": 1.0, "eb_max": 0.1}, ValueError, "eb_min"),
+        ({"compress": "adaptive", "noise_fraction": 0.0}, ValueError,
+         "noise_fraction must be positive"),
         ({}, TypeError, None),
     ]:
         if not kwargs:
@@ -313,6 +315,37 @@ def test_options_are_checked(api):
         api.Optimizer(train, api.Module(train, state))
     with pytest.raises(RuntimeError, match="missing: cannot open the checkpoint"):
         api.CheckpointState.load_checkpoint(folder / "missing")
+
+
+def test_noise_rule_reaches_the_bound_tuner(api):
+    """bound_rule="noise" and noise_fraction reach the tuner: the runs are
+    the same up to the first retune (after 4 steps), so the bounds it sets
+    from the measured minibatch noise scale with the fraction. (Batch 32:
+    fc1's input is too small to compress at 16.)"""
+    folder = FIXTURES / "lenet"
+    bounds = {}
+    for fraction in (1e-2, 1e-3):
+        state = api.CheckpointState.load_checkpoint(folder / "checkpoint")
+        module = api.Module(folder / "training_model.onnx", state,
+                            compress="adaptive", bound_rule="noise",
+                            noise_fraction=fraction, retune_interval=4,
+                            stats_interval=1, eb_max=1.0)
+        optimizer = api.Optimizer(folder / "optimizer_model.onnx", module)
+        for i in range(6):
+            module(*api_scenarios.batch(32, i))
+            optimizer.step()
+            module.lazy_reset_grad()
+        bounds[fraction] = {s["value"]: s["eb"] for s in module.memory_stats()["sites"]
+                            if s["codec"] == "sz"}
+        static = api.Module(folder / "training_model.onnx",
+                            api.CheckpointState.load_checkpoint(folder / "checkpoint"))
+        static(*api_scenarios.batch(32, 0))
+        static_eb = {s["value"]: s["eb"] for s in static.memory_stats()["sites"]
+                     if s["codec"] == "sz"}
+    assert len(bounds[1e-2]) == 2
+    for value, eb in bounds[1e-2].items():
+        assert eb != pytest.approx(static_eb[value], rel=1e-3)
+        assert eb == pytest.approx(10 * bounds[1e-3][value], rel=1e-9)
 
 
 @pytest.mark.parametrize("compress", ["static", "adaptive"])

@@ -167,7 +167,10 @@ static cl::opt<std::string>
 static cl::opt<comet::tuner::Rule> boundRule(
     "bound-rule", cl::desc("Bound rule (adaptive)"),
     cl::values(clEnumValN(comet::tuner::Rule::Comet, "comet", "COMET"),
-               clEnumValN(comet::tuner::Rule::Acgc, "acgc", "AC-GC")),
+               clEnumValN(comet::tuner::Rule::Acgc, "acgc", "AC-GC"),
+               clEnumValN(comet::tuner::Rule::Noise, "noise",
+                          "COMET's error model aimed at a fraction of the "
+                          "gradient's minibatch noise")),
     cl::init(comet::tuner::Rule::Comet), cl::cat(cat));
 static cl::opt<double> boundK("bound-k",
                               cl::desc("COMET: sigma = k * mean|momentum|"),
@@ -186,9 +189,15 @@ static cl::opt<comet::tuner::GradMagnitude> gradMagnitude(
     cl::init(comet::tuner::GradMagnitude::Masked), cl::cat(cat));
 static cl::opt<double> acgcE("acgc-e", cl::desc("AC-GC: error energy e"),
                              cl::init(0.01), cl::cat(cat));
+static cl::opt<double> noiseFraction(
+    "noise-fraction",
+    cl::desc("noise: sigma = F * the std of the gradient's minibatch noise "
+             "(the error adds F^2 to the noise's variance)"),
+    cl::value_desc("F"), cl::init(0.1), cl::cat(cat));
 static cl::opt<int64_t> retuneInterval(
     "retune-interval",
-    cl::desc("Re-tune every N steps (default: comet 1000, acgc 100)"),
+    cl::desc("Re-tune every N steps (default: comet 1000, acgc and noise "
+             "100)"),
     cl::init(-1), cl::cat(cat));
 static cl::opt<int64_t> statsInterval(
     "stats-interval",
@@ -467,6 +476,10 @@ runSettings(const comet::Engine &engine, const comet::EngineOptions &opts,
                          comet::tuner::gradMagnitudeName(t.gradMagnitude)));
     out.push_back(
         RunSetting::text("comet.acgc_e", "--acgc-e", shown(t.acgcEnergy)));
+    // Only the noise rule reads it (checkpoints of the other rules lack it).
+    if (t.rule == comet::tuner::Rule::Noise)
+      out.push_back(RunSetting::text("comet.noise_fraction", "--noise-fraction",
+                                     shown(t.noiseFraction)));
     out.push_back(RunSetting::integer("comet.retune_interval",
                                       "--retune-interval", t.retuneInterval));
     out.push_back(RunSetting::integer("comet.stats_interval",
@@ -507,6 +520,7 @@ int main(int argc, char **argv) {
     tunerOpts.sigmaFactor = boundK;
     tunerOpts.gradMagnitude = gradMagnitude;
     tunerOpts.acgcEnergy = acgcE;
+    tunerOpts.noiseFraction = noiseFraction;
     tunerOpts.retuneInterval = retuneInterval;
     tunerOpts.statsInterval = statsInterval;
     tunerOpts.window = statsWindow;
@@ -729,6 +743,19 @@ int main(int argc, char **argv) {
         (batch * data.sampleElements() * data.sampleBytes() + 7) / 8);
     std::vector<int64_t> labels(batch * data.labelsPerSample());
     data.nextBatch(batchData.data(), labels.data(), epochs);
+    // Four more batches: with the first, five samples of the minibatch
+    // noise the error is compared with (its per-batch energy is heavy
+    // tailed: one pair is a rough estimate).
+    const int kNoiseBatches = 4;
+    std::vector<std::vector<int64_t>> noiseData(kNoiseBatches),
+        noiseLabels(kNoiseBatches);
+    std::vector<comet::NoiseBatch> noise;
+    for (int k = 0; k < kNoiseBatches; ++k) {
+      noiseData[k].resize(batchData.size());
+      noiseLabels[k].resize(labels.size());
+      data.nextBatch(noiseData[k].data(), noiseLabels[k].data(), epochs);
+      noise.push_back({noiseData[k].data(), noiseLabels[k].data()});
+    }
     auto ref = comet::Engine::load(modelPath);
     if (!ref)
       return fail(ref.takeError());
@@ -737,8 +764,8 @@ int main(int argc, char **argv) {
     ro.dumpLoweredIRPath.clear();
     if (Error e = (*ref)->compile(ro))
       return fail(std::move(e));
-    auto ms =
-        comet::measureGradError(engine, **ref, batchData.data(), labels.data());
+    auto ms = comet::measureGradError(engine, **ref, batchData.data(),
+                                      labels.data(), noise);
     if (!ms)
       return fail(ms.takeError());
     for (const comet::GradErrorMeasurement &m : *ms) {
@@ -772,19 +799,27 @@ int main(int argc, char **argv) {
                        {"ratio_rms", over(m.predictedStdRms)},
                        {"ratio_masked", over(m.predictedStdMasked)},
                        {"ratio_coherent", over(m.predictedStdCoherent)},
-                       {"inv_std", m.invStd}});
+                       {"inv_std", m.invStd},
+                       {"update_rms", m.updateRms},
+                       {"update_error_rms", m.updateErrorRms},
+                       {"grad_noise_std", m.gradNoiseStd},
+                       {"update_noise_std", m.updateNoiseStd},
+                       {"grad_noise_to_error", m.gradNoiseToError},
+                       {"update_noise_to_error", m.updateNoiseToError}});
       if (!quiet)
         outs() << format(
             "error model: slot %ld (%s -> %s, %s) eb %.3g measured %.4g, "
             "the rule's model %.4g; measured / predicted with Lbar %.3f, RMS "
             "dY %.3f, masked %.3f, masked + coherent %.3f; cosine with the "
-            "gradient %+.4f (noise ~%.4f)\n",
+            "gradient %+.4f (noise ~%.4f); minibatch noise / error, "
+            "variance: gradient %.3g, update %.3g\n",
             m.slot, m.value.c_str(), m.param.c_str(), m.kind.c_str(), m.eb,
             m.measuredStd, m.predictedStdCoherent, over(m.predictedStd),
             over(m.predictedStdRms), over(m.predictedStdMasked),
             over(m.predictedStdCoherent), m.errorCosine,
             m.weightElements > 0 ? 1.0 / std::sqrt(double(m.weightElements))
-                                 : 0.0);
+                                 : 0.0,
+            m.gradNoiseToError, m.updateNoiseToError);
     }
     std::error_code ec;
     raw_fd_ostream os(measureErrorModel, ec);
@@ -843,6 +878,7 @@ int main(int argc, char **argv) {
                          {"grad_magnitude",
                           comet::tuner::gradMagnitudeName(to.gradMagnitude)},
                          {"acgc_e", to.acgcEnergy},
+                         {"noise_fraction", to.noiseFraction},
                          {"retune_interval", to.retuneInterval},
                          {"stats_interval", to.statsInterval},
                          {"window", to.window},

@@ -62,6 +62,14 @@ double cometPredictedGradStdMasked(double eb, double a, double numTerms,
                                    double maskedMoment,
                                    double coherentExcess = 0);
 
+/// The noise rule's target for the weight-gradient error: sigma = f times
+/// the standard deviation of the gradient's minibatch noise (noiseVariance:
+/// its variance over batches at fixed weights, averaged over the
+/// parameter's elements). An independent error of that size adds f^2 to
+/// the noise's variance, as a batch 1 / (1 + f^2) times smaller would.
+/// Returns 0 when an input is not positive and finite.
+double noiseTargetSigma(double fraction, double noiseVariance);
+
 /// Inputs of AC-GC's rule for a conv/linear consumer.
 struct AcgcBoundParams {
   /// e: the tolerated relative gradient-error energy.

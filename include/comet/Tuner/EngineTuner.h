@@ -94,6 +94,26 @@ struct GradErrorMeasurement {
   /// g is of order 1 / sqrt(weightElements). gradRms is the RMS of g.
   double gradRms = 0, errorProjection = 0, errorCosine = 0;
   int64_t weightElements = 0;
+  /// The optimizer step from the same state (weights and optimizer state
+  /// of `compressed` before the check), run by the engine's own optimizer:
+  /// RMS over the parameter's elements of the exact update u and of the
+  /// update error u(compressed gradient) - u(exact gradient).
+  double updateRms = 0, updateErrorRms = 0;
+  /// The minibatch noise (with noise batches, else 0): the square root of
+  /// the mean over elements of the variance of the exact gradient over the
+  /// batches (the measured one and the noise batches, at the same weights;
+  /// the unbiased sample variance), and the same for the update from the
+  /// same optimizer state.
+  double gradNoiseStd = 0, updateNoiseStd = 0;
+  /// (noise std / error std)^2 for the gradient and for the update: how
+  /// many times the minibatch noise's variance exceeds the compression's.
+  double gradNoiseToError = 0, updateNoiseToError = 0;
+};
+
+/// A batch of measureGradError's minibatch noise.
+struct NoiseBatch {
+  const void *images;
+  const int64_t *labels;
 };
 
 /// Runs one training-graph step on (images, labels) with `compressed`
@@ -101,12 +121,17 @@ struct GradErrorMeasurement {
 /// weights overwritten by `compressed`'s), once per lossy slot with only
 /// that slot at its current bound (the others at a bound so small that the
 /// codec stores them exactly), and compares the consumer's weight gradient.
-/// For a BatchNorm consumer the parameter is its scale. Bounds are restored
-/// afterwards; the masked moment and coherent excess stay collected for
-/// every slot (comet_rt_slot_set_moments).
+/// For a BatchNorm consumer the parameter is its scale. Each lossy run also
+/// takes one optimizer step (the engine's optimizer, from its state before
+/// the check), compared with the exact gradient's step from the same state;
+/// with noise batches, the exact gradients and steps of those and of
+/// (images, labels) give the minibatch noise. Weights, optimizer state
+/// and bounds are restored afterwards; the masked moment and coherent
+/// excess stay collected for every slot (comet_rt_slot_set_moments).
 llvm::Expected<std::vector<GradErrorMeasurement>>
 measureGradError(Engine &compressed, Engine &reference, const void *images,
-                 const int64_t *labels);
+                 const int64_t *labels,
+                 llvm::ArrayRef<NoiseBatch> noiseBatches = {});
 
 } // namespace comet
 

@@ -22,9 +22,12 @@
 namespace comet {
 namespace tuner {
 
-enum class Rule { Comet, Acgc };
+/// Comet: sigma = k * mean|momentum|. Acgc: AC-GC's energy bound. Noise:
+/// sigma = f * the std of the gradient's minibatch noise (COMET's error
+/// model, the noise as the yardstick; docs/tuning.md).
+enum class Rule { Comet, Acgc, Noise };
 
-/// "comet" / "acgc"; nullopt for anything else.
+/// "comet" / "acgc" / "noise"; nullopt for anything else.
 std::optional<Rule> parseRule(const std::string &name);
 const char *ruleName(Rule r);
 
@@ -66,6 +69,11 @@ struct ConsumerStats {
   /// K: the coherent excess per dW element (equal X values share one codec
   /// error; comet/runtime/slot_stats.h). 0 when X has no groups.
   double coherentExcess = NAN;
+  /// The minibatch noise of the parameter's gradient: the mean over its
+  /// elements of (g_t - g_{t-1})^2 / 2, g_t and g_{t-1} the gradients of a
+  /// stats step and of the step before it (two batches at nearly the same
+  /// weights: E = the variance over batches, plus the drift of one step).
+  double gradNoiseVar = NAN;
 };
 
 /// One stats step of one slot.
@@ -100,8 +108,11 @@ struct TunerOptions {
   double sigmaFactor = 0.01;
   /// AC-GC: e.
   double acgcEnergy = 0.01;
+  /// Noise: sigma = noiseFraction * the std of the gradient's minibatch
+  /// noise.
+  double noiseFraction = 0.1;
   /// Re-tune after every `retuneInterval` steps (-1: the rule's default,
-  /// COMET 1000, AC-GC 100).
+  /// COMET 1000, AC-GC and noise 100).
   int64_t retuneInterval = -1;
   /// Collect statistics every `statsInterval` steps (-1: retuneInterval /
   /// window, at least 1, so a window spans one retune interval).
@@ -135,6 +146,29 @@ bool maskedStatsUsable(const ConsumerInfo &c, const ConsumerStats &s);
 /// clamping; 0 when a statistic it needs is missing. nonZero is the slot's.
 double consumerBound(const TunerOptions &o, const ConsumerInfo &c,
                      const ConsumerStats &s, double nonZero);
+
+/// The weight-gradient error std that COMET's error model (the one
+/// consumerBound uses for `o.gradMagnitude`) predicts at bound `eb`; 0 when
+/// a statistic it needs is missing.
+double predictedErrorStd(const TunerOptions &o, const ConsumerInfo &c,
+                         const ConsumerStats &s, double nonZero, double eb);
+
+/// The most values a gradient sketch holds.
+constexpr int64_t kMaxSketchSize = 1024;
+
+/// A count sketch of a gradient of n elements: bucket b holds the sum of
+/// +-g_i over the elements a fixed hash sends to it (with a fixed sign per
+/// element), so that for two gradients of one parameter
+/// ||S(g) - S(h)||^2 is an unbiased estimate of ||g - h||^2 with a relative
+/// error of about sqrt(2 / kMaxSketchSize) when no few elements dominate.
+/// A gradient of at most kMaxSketchSize elements is kept as it is (exact).
+std::vector<double> gradientSketch(const float *g, size_t n);
+/// The minibatch noise from the sketches of two batches' gradients of n
+/// elements: ||S(g) - S(h)||^2 / (2 n), an estimate of the mean over the
+/// elements of the gradient's variance over batches. NaN when the sketches
+/// differ in size or n is 0.
+double sketchedNoiseVariance(const std::vector<double> &a,
+                             const std::vector<double> &b, size_t n);
 
 struct HistoryPoint {
   int64_t step; ///< steps completed when the value took effect / was seen
@@ -172,10 +206,22 @@ public:
   const std::vector<HistoryPoint> &ratioHistory(int64_t slot) const;
   int64_t numRetunes() const { return retunes; }
 
+  /// Sketches of the consumers' weight gradients (EngineTuner::afterStep
+  /// takes them after the step before a stats step), keyed by (slot,
+  /// consumer), with the steps completed when they were taken: the first
+  /// batch of the next stats step's noise estimate. Part of the saved
+  /// state, so that a run resumed between the two steps measures the same.
+  using SketchKey = std::pair<int64_t, int64_t>;
+  void setGradientSketches(int64_t stepsDone,
+                           std::map<SketchKey, std::vector<double>> sketches);
+  /// The sketch of (slot, consumer) taken after `stepsDone` steps, or null.
+  const std::vector<double> *gradientSketch(int64_t slot, int64_t consumer,
+                                            int64_t stepsDone) const;
+
   // ---- checkpoints ----
   /// The tuner's state as text, for a checkpoint: every slot's bound in
-  /// force, its statistics window and histories, and the retune count,
-  /// doubles as hexadecimal floats (exact).
+  /// force, its statistics window and histories, the retune count and the
+  /// gradient sketches, doubles as hexadecimal floats (exact).
   std::string saveState() const;
   /// Takes back saveState()'s text. The slots (ids, consumers) must be
   /// this tuner's. Returns "" or what is wrong (nothing changes then).
@@ -195,6 +241,8 @@ private:
   std::vector<SlotInfo> infos;
   std::map<int64_t, State> states;
   int64_t retunes = 0;
+  int64_t sketchStep = -1;
+  std::map<SketchKey, std::vector<double>> sketches;
 };
 
 } // namespace tuner

@@ -313,9 +313,10 @@ class Module:
         compress_only, compress_except: value names to compress / to leave raw
         memory_budget: whole-step peak to fit (bytes, or "900MiB")
         assumed_sz_ratio: the sz ratio a budget assumes (3.0)
-        bound_rule ("comet" | "acgc"), bound_k, grad_magnitude, acgc_e,
-        retune_interval, stats_interval, stats_window, eb_min, eb_max,
-        eb_relative_range: the bound tuner of compress="adaptive"
+        bound_rule ("comet" | "acgc" | "noise"), bound_k, grad_magnitude,
+        acgc_e, noise_fraction, retune_interval, stats_interval,
+        stats_window, eb_min, eb_max, eb_relative_range: the bound tuner of
+        compress="adaptive" (comet-train's flags of the same names)
         seed: the seed of the Dropout masks
         opt_level: LLVM's code generation level (0-3)
 
@@ -334,7 +335,7 @@ class Module:
                  memory_budget=None, assumed_sz_ratio: float = 3.0,
                  bound_rule: str = "comet", bound_k: float = 0.01,
                  grad_magnitude: str = "masked", acgc_e: float = 0.01,
-                 retune_interval: int = -1, stats_interval: int = -1,
+                 noise_fraction: float = 0.1, retune_interval: int = -1, stats_interval: int = -1,
                  stats_window: int = 10, eb_min: float = 1e-7, eb_max: float = 1e-1,
                  eb_relative_range: float = 0.0, seed: int = 0, opt_level: int = 2):
         if not isinstance(state, CheckpointState):
@@ -386,6 +387,7 @@ class Module:
             t.rule = bound_rule
             t.grad_magnitude = grad_magnitude
             t.bound_k, t.acgc_e = float(bound_k), float(acgc_e)
+            t.noise_fraction = float(noise_fraction)
             t.retune_interval, t.stats_interval = int(retune_interval), int(stats_interval)
             t.stats_window = int(stats_window)
             t.eb_min, t.eb_max = float(eb_min), float(eb_max)
@@ -394,7 +396,8 @@ class Module:
             if why:
                 # The tuner names its command-line flags: name the arguments.
                 raise ValueError(re.sub(
-                    r"(?:--)?\b(bound-k|acgc-e|retune-interval|stats-interval|stats-window|"
+                    r"(?:--)?\b(bound-k|acgc-e|noise-fraction|retune-interval|stats-interval|"
+                    r"stats-window|"
                     r"eb-min|eb-max|eb-relative-range)\b",
                     lambda m: m.group(1).replace("-", "_"), why))
             self._tuner = t

@@ -3,6 +3,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace comet::tuner;
@@ -326,8 +327,15 @@ TEST(BoundTuner, ValidateRejectsBadOptions) {
   o = TunerOptions();
   o.relativeRange = 0.5;
   EXPECT_NE(validate(o).find("--eb-relative-range"), std::string::npos);
+  o = TunerOptions();
+  o.noiseFraction = 0;
+  EXPECT_NE(validate(o).find("--noise-fraction"), std::string::npos);
+  o.noiseFraction = NAN;
+  EXPECT_NE(validate(o).find("--noise-fraction"), std::string::npos);
   EXPECT_FALSE(parseRule("sz").has_value());
   EXPECT_EQ(*parseRule("acgc"), Rule::Acgc);
+  EXPECT_EQ(*parseRule("noise"), Rule::Noise);
+  EXPECT_STREQ(ruleName(Rule::Noise), "noise");
 }
 
 // A tuner restored from another's saved state behaves as that one: the same
@@ -373,8 +381,154 @@ TEST(BoundTuner, SavedStateContinuesExactly) {
   before = d.saveState();
   EXPECT_EQ(d.restoreState(text.substr(0, text.size() / 2)),
             "the bound tuner's saved state is malformed");
-  EXPECT_EQ(d.restoreState("comet-tuner 2 0 0"),
-            "the bound tuner's saved state has version 2; this build reads "
-            "version 1");
+  EXPECT_EQ(d.restoreState("comet-tuner 3 0 0"),
+            "the bound tuner's saved state has version 3; this build reads "
+            "versions 1 and 2");
   EXPECT_EQ(d.saveState(), before);
+}
+
+// The noise rule by hand: the masked model with N = 400, M = 1e-6
+// (N M = 4e-4), the minibatch noise's variance 4e-4 (std 0.02) and
+// f = 0.1: sigma = 2e-3, eb = 2e-3 * sqrt(3) / sqrt(4e-4) = 0.17320508.
+// The momentum plays no part; without a noise measurement the slot keeps
+// its static bound. The model's prediction at that bound is sigma.
+TEST(BoundTuner, NoiseRuleByHand) {
+  TunerOptions o = opts(Rule::Noise);
+  o.gradMagnitude = GradMagnitude::Masked;
+  o.noiseFraction = 0.1;
+  SlotStats st = stats(1, 0.25, 1e-3, 2e-3);
+  st.consumers[0].maskedMoment = 1e-6;
+  BoundTuner none(o, {convSlot()});
+  none.observe(3, st);
+  EXPECT_EQ(none.ruleEb(3), 0);
+  EXPECT_TRUE(none.retune(10).empty());
+  st.consumers[0].gradNoiseVar = 4e-4;
+  BoundTuner t(o, {convSlot()});
+  t.observe(3, st);
+  EXPECT_NEAR(t.ruleEb(3), 0.17320508075688773, 1e-12);
+  st.consumers[0].meanAbsMomentum = 1; // not read
+  BoundTuner t2(o, {convSlot()});
+  t2.observe(3, st);
+  EXPECT_EQ(t2.ruleEb(3), t.ruleEb(3));
+  AveragedStats a = t.averaged(3);
+  EXPECT_NEAR(predictedErrorStd(o, convSlot().consumers[0], a.consumers[0],
+                                a.nonZero, t.ruleEb(3)),
+              2e-3, 1e-15);
+  // Twice the fraction, twice the bound; the Lbar model: N R = 100,
+  // eb = 2e-3 * sqrt(3) / (1e-3 * 10) = 0.34641016.
+  o.noiseFraction = 0.2;
+  BoundTuner t3(o, {convSlot()});
+  t3.observe(3, st);
+  EXPECT_NEAR(t3.ruleEb(3), 2 * 0.17320508075688773, 1e-12);
+  o.noiseFraction = 0.1;
+  o.gradMagnitude = GradMagnitude::MeanAbs;
+  BoundTuner t4(o, {convSlot()});
+  t4.observe(3, st);
+  EXPECT_NEAR(t4.ruleEb(3), 0.34641016151377546, 1e-12);
+  // AC-GC's schedule: retune every 100 steps.
+  TunerOptions d;
+  d.rule = Rule::Noise;
+  EXPECT_EQ(withDefaults(d).retuneInterval, 100);
+  EXPECT_EQ(TunerOptions().noiseFraction, 0.1);
+}
+
+// The noise rule on a BatchNorm consumer: the bound of the error in xhat
+// divided by inv_std (N = 64, RMS(dY) = 1e-3 with R = 1: sqrt(N) G = 8e-3;
+// noise variance 1e-6, f = 0.1: sigma = 1e-4, eb = 1e-4 sqrt(3) / 8e-3 / 4
+// = 5.4126588e-3).
+TEST(BoundTuner, NoiseRuleBatchNorm) {
+  TunerOptions o = opts(Rule::Noise);
+  o.gradMagnitude = GradMagnitude::Rms;
+  BoundTuner t(o, {batchNormSlot()});
+  SlotStats st = stats(1, 0.3 /* ignored */, 1e-3, 1e-3);
+  st.consumers[0].invStd = 4;
+  st.consumers[0].gradNoiseVar = 1e-6;
+  t.observe(0, st);
+  EXPECT_NEAR(t.ruleEb(0), 5.412658773652741e-3, 1e-12);
+}
+
+// The sketch keeps a small gradient as it is (the noise exact) and
+// estimates a large one's within a few percent: for 10 pairs of 200000
+// elements the relative error of each is about sqrt(2 / 1024) = 4.4%.
+TEST(GradientSketch, EstimatesNoiseVariance) {
+  std::vector<float> a = {1, -2, 3}, b = {0, 0, 1};
+  auto sa = gradientSketch(a.data(), a.size());
+  auto sb = gradientSketch(b.data(), b.size());
+  ASSERT_EQ(sa.size(), 3u);
+  // ((1)^2 + (-2)^2 + 2^2) / (2 * 3) = 1.5
+  EXPECT_DOUBLE_EQ(sketchedNoiseVariance(sa, sb, 3), 1.5);
+  EXPECT_TRUE(std::isnan(sketchedNoiseVariance(sa, {1, 2}, 3)));
+  EXPECT_TRUE(std::isnan(sketchedNoiseVariance(sa, sb, 0)));
+
+  const size_t n = 200000;
+  uint64_t state = 12345;
+  auto uniform = [&] { // xorshift64*: fixed, portable
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return double((state * 2685821657736338717ull) >> 11) * 0x1p-53;
+  };
+  double worst = 0, sumRatio = 0;
+  for (int pair = 0; pair < 10; ++pair) {
+    std::vector<float> g(n), h(n);
+    double exact = 0;
+    for (size_t i = 0; i < n; ++i) {
+      // A common mean (cancels) and per-element noise of varied scale.
+      double mean = std::sin(0.001 * double(i));
+      double scale = 1 + 3 * (i % 7);
+      g[i] = float(mean + scale * (uniform() - 0.5));
+      h[i] = float(mean + scale * (uniform() - 0.5));
+      double d = double(g[i]) - double(h[i]);
+      exact += d * d;
+    }
+    exact /= 2.0 * n;
+    auto sg = gradientSketch(g.data(), n), sh = gradientSketch(h.data(), n);
+    ASSERT_EQ(sg.size(), static_cast<size_t>(kMaxSketchSize));
+    double ratio = sketchedNoiseVariance(sg, sh, n) / exact;
+    worst = std::max(worst, std::fabs(ratio - 1));
+    sumRatio += ratio;
+  }
+  EXPECT_LT(worst, 0.15);
+  EXPECT_NEAR(sumRatio / 10, 1.0, 0.05);
+}
+
+// Sketches travel in the saved state (a run resumed between the step that
+// takes them and the stats step that reads them measures the same noise);
+// a version 1 text (before the noise was measured) still restores, with
+// the noise unmeasured.
+TEST(BoundTuner, SavedStateKeepsSketchesAndReadsVersion1) {
+  TunerOptions o = opts(Rule::Noise, 3);
+  BoundTuner a(o, {convSlot()});
+  SlotStats st = stats(1, 0.25, 1e-3, 2e-3);
+  st.consumers[0].gradNoiseVar = 0.25;
+  a.observe(3, st);
+  a.setGradientSketches(5, {{{3, 0}, {1.5, -2, 0x1p-60}}});
+  std::string text = a.saveState();
+  BoundTuner b(o, {convSlot()});
+  ASSERT_EQ(b.restoreState(text), "");
+  EXPECT_EQ(b.saveState(), text);
+  ASSERT_NE(b.gradientSketch(3, 0, 5), nullptr);
+  EXPECT_EQ(*b.gradientSketch(3, 0, 5),
+            (std::vector<double>{1.5, -2, 0x1p-60}));
+  EXPECT_EQ(b.gradientSketch(3, 0, 6), nullptr); // taken after another step
+  EXPECT_EQ(b.gradientSketch(3, 1, 5), nullptr);
+  EXPECT_EQ(b.averaged(3).consumers[0].gradNoiseVar, 0.25);
+
+  // Version 1: one window entry with 8 numbers per consumer, no sketches.
+  std::string v1 = "comet-tuner 1 0 1\n"
+                   "slot 3 1 0x1p-10 1 1 0\n"
+                   " 1 0x1p-2 0x1.4p+3 1 0x1.0624dd2f1a9fcp-10 "
+                   "0x1.0624dd2f1a9fcp-10 nan nan 0x1.0624dd2f1a9fcp-9 nan "
+                   "nan nan\n"
+                   " 0 0x1p-10\n\n";
+  BoundTuner c(o, {convSlot()});
+  ASSERT_EQ(c.restoreState(v1), "");
+  EXPECT_EQ(c.currentEb(3), 0x1p-10);
+  EXPECT_EQ(c.averaged(3).count, 1);
+  EXPECT_TRUE(std::isnan(c.averaged(3).consumers[0].gradNoiseVar));
+  EXPECT_EQ(c.averaged(3).consumers[0].meanAbsMomentum, 0x1.0624dd2f1a9fcp-9);
+  // A sketch larger than any the tuner takes is malformed.
+  std::string big = "comet-tuner 2 0 1\nslot 3 1 0x1p-10 0 1 0\n\n 0 "
+                    "0x1p-10\n\nsketches 1 1\n 3 0 2000";
+  EXPECT_EQ(c.restoreState(big), "the bound tuner's saved state is malformed");
 }

@@ -42,7 +42,7 @@ namespace {
 /// Measured statistics of one activation (profile=PATH).
 struct Stats {
   std::optional<double> nonZero, meanAbsGrad, meanAbsMomentum, gwNormSq,
-      gyNormSq, invStd;
+      gyNormSq, invStd, gradNoiseVar;
 };
 
 struct Profile {
@@ -52,8 +52,8 @@ struct Profile {
 
 /// Reads {"slots": {"<slot>": STATS}, "values": {"<name>": STATS}} with
 /// STATS = {"R": .., "Lbar": .., "momentum": .., "gw_norm2": ..,
-/// "gy_norm2": .., "inv_std": ..}, every field optional, every number
-/// positive.
+/// "gy_norm2": .., "inv_std": .., "noise": ..}, every field optional, every
+/// number positive.
 LogicalResult loadProfile(StringRef path, Profile &profile, std::string &err) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buf) {
@@ -96,11 +96,13 @@ LogicalResult loadProfile(StringRef path, Profile &profile, std::string &err) {
               .Case("gw_norm2", &s.gwNormSq)
               .Case("gy_norm2", &s.gyNormSq)
               .Case("inv_std", &s.invStd)
+              .Case("noise", &s.gradNoiseVar)
               .Default(nullptr);
       if (!dst) {
         err = "profile '" + path.str() + "': " + where.str() +
               ": unknown field '" + f.first.str() +
-              "' (expected R, Lbar, momentum, gw_norm2, gy_norm2, inv_std)";
+              "' (expected R, Lbar, momentum, gw_norm2, gy_norm2, inv_std, "
+              "noise)";
         return failure();
       }
       std::optional<double> num = f.second.getAsNumber();
@@ -333,9 +335,10 @@ LogicalResult CompressActivationsPass::validateOptions(std::string &err) {
     err = "inv-std-prior must be positive";
   else if (!(sigmaFactor > 0) || !(nonZeroPrior > 0) || nonZeroPrior > 1 ||
            !(gradPrior > 0) || !(momentumPrior > 0) || !(acgcEnergy > 0) ||
-           !(acgcNormRatio > 0))
-    err = "k, grad-prior, momentum-prior, acgc-e and acgc-norm-ratio must be "
-          "positive, and nonzero-prior in (0, 1]";
+           !(acgcNormRatio > 0) || !(noiseFraction > 0) ||
+           !std::isfinite(noiseFraction))
+    err = "k, grad-prior, momentum-prior, acgc-e, acgc-norm-ratio and "
+          "noise-fraction must be positive, and nonzero-prior in (0, 1]";
   else if (batchSize <= 0)
     err = "batch-size must be positive, got " + std::to_string(batchSize);
   else if (!(szRatio > 0))
@@ -427,7 +430,8 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
                               std::pair{&s.meanAbsGrad, &b.meanAbsGrad},
                               std::pair{&s.meanAbsMomentum, &b.meanAbsMomentum},
                               std::pair{&s.gwNormSq, &b.gwNormSq},
-                              std::pair{&s.gyNormSq, &b.gyNormSq}})
+                              std::pair{&s.gyNormSq, &b.gyNormSq},
+                              std::pair{&s.gradNoiseVar, &b.gradNoiseVar}})
         if (*src)
           *dst = *src;
     }
@@ -477,6 +481,12 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
       p.meanAbsGrad = s.meanAbsGrad.value_or(gradPrior);
       p.meanAbsMomentum = s.meanAbsMomentum.value_or(momentumPrior);
       p.sigmaFactor = sigmaFactor;
+      // The noise rule's sigma where the profile measured the noise; COMET's
+      // prior otherwise (nothing is known of the noise before training).
+      if (rule == BoundRule::Noise && s.gradNoiseVar) {
+        p.meanAbsMomentum = noiseTargetSigma(noiseFraction, *s.gradNoiseVar);
+        p.sigmaFactor = 1;
+      }
       e = cometErrorBound(p) / gain;
     }
     if (e > 0 && (eb == 0 || e < eb))

@@ -18,6 +18,11 @@
 // RUN: comet-opt %comet_src/test/fixtures/models/lenet/training_model.onnx --comet-compress-activations="except=conv1,flatten1" | FileCheck %s --check-prefix=EXCEPT
 // RUN: not comet-opt %comet_src/test/fixtures/models/lenet/training_model.onnx --comet-compress-activations="except=conv1,fc9" 2>&1 | FileCheck %s --check-prefix=ERR-NAME
 // RUN: not comet-opt %s --comet-compress-activations="only=a except=b" 2>&1 | FileCheck %s --check-prefix=ERR-ONLYEXCEPT
+// RUN: comet-opt %s -split-input-file --comet-compress-activations="min-bytes=0 min-distance=3 rule=noise profile=%S/Inputs/noise-profile.json" 2>&1 | FileCheck %s --check-prefix=NOISE
+// RUN: comet-opt %s -split-input-file --comet-compress-activations="min-bytes=0 min-distance=3 rule=noise noise-fraction=0.2 profile=%S/Inputs/noise-profile.json" 2>&1 | FileCheck %s --check-prefix=NOISE2
+// RUN: comet-opt %s -split-input-file --comet-compress-activations="min-bytes=0 min-distance=3 profile=%S/Inputs/noise-profile.json" 2>&1 | FileCheck %s --check-prefix=PROF
+// RUN: comet-opt %s -split-input-file --comet-compress-activations="min-bytes=0 min-distance=3 rule=noise profile=%S/Inputs/profile.json" 2>&1 | FileCheck %s --check-prefix=PROF
+// RUN: not comet-opt %s --comet-compress-activations="rule=noise noise-fraction=0" 2>&1 | FileCheck %s --check-prefix=ERR-NOISE
 
 // The real ORT LeNet training graph (batch 32): ReluGrad reads conv1.out and
 // conv2.out (masks); ConvGrad of conv2 reads maxpool1.out, N = 32 * 10 * 10,
@@ -101,6 +106,17 @@
 // mean|momentum| = 4e-3: eb = 0.01 * 4e-3 * sqrt(3) / (2e-3 * sqrt(2)) = 2.4494897e-2.
 // PROF-LABEL: func.func @lenet_like
 // PROF: comet.compress %{{.*}} bound <abs = 0.02449489742{{[0-9]*}}, slot = 0> {comet.tune = {{.*}}} : tensor<2x32xf32>
+
+// rule=noise: sigma = noise-fraction * sqrt(noise) = 0.1 * 1e-3 with the
+// profile's noise = 1e-6, eb = 1e-4 * sqrt(3) / (2e-3 * sqrt(2))
+// = 6.1237244e-2; twice that at noise-fraction=0.2. COMET's rule ignores
+// the noise, and without a measured noise the noise rule is COMET's (the
+// PROF lines above).
+// NOISE-LABEL: func.func @lenet_like
+// NOISE: comet.compress %{{.*}} bound <abs = 0.06123724356{{[0-9]*}}, slot = 0> {comet.tune = {{.*}}} : tensor<2x32xf32>
+// NOISE2-LABEL: func.func @lenet_like
+// NOISE2: comet.compress %{{.*}} bound <abs = 0.1224744871{{[0-9]*}}, slot = 0> {comet.tune = {{.*}}} : tensor<2x32xf32>
+// ERR-NOISE: error: comet-compress-activations: k, grad-prior, momentum-prior, acgc-e, acgc-norm-ratio and noise-fraction must be positive, and nonzero-prior in (0, 1]
 
 // BIG-LABEL: func.func @lenet_like
 // BIG-NOT: = comet.compress

@@ -15,7 +15,7 @@ enum class CompressPolicy { All, Budget };
 /// comet-compress-activations' `codec`.
 enum class CodecChoice { Auto, Sz, Mask };
 /// comet-compress-activations' `rule`.
-enum class BoundRule { Comet, Acgc };
+enum class BoundRule { Comet, Acgc, Noise };
 /// comet-compress-activations' `batchnorm`.
 enum class BatchNormPolicy { Sz, Keep };
 

@@ -239,8 +239,11 @@ def CometCompressActivations
     `#comet.bound<abs = eb, slot = N>`. `rule=comet` uses
     eb = k * mean|momentum| * sqrt(3) / (Lbar * sqrt(N * R)) with N from the
     consumer's shapes; `rule=acgc` uses AC-GC's energy bound
-    (docs/error-bounds.md). The statistics come from `profile=PATH` (by slot
-    or value name) or from the prior options.
+    (docs/error-bounds.md); `rule=noise` takes COMET's with sigma =
+    noise-fraction * sqrt(noise), `noise` the variance of the parameter's
+    gradient over batches, which only a profile gives (without it, COMET's
+    k * momentum). The statistics come from `profile=PATH` (by slot or value
+    name) or from the prior options.
 
     `only=a,b` compresses only the candidates whose value names are listed,
     `except=a,b` all but those (for attributing an effect to one site); a
@@ -298,7 +301,10 @@ def CometCompressActivations
              clEnumValN(::comet::BoundRule::Comet, "comet",
                         "COMET's variance bound"),
              clEnumValN(::comet::BoundRule::Acgc, "acgc",
-                        "AC-GC's energy bound"))}]>,
+                        "AC-GC's energy bound"),
+             clEnumValN(::comet::BoundRule::Noise, "noise",
+                        "COMET's model, sigma a fraction of the gradient's "
+                        "minibatch noise"))}]>,
     Option<"sigmaFactor", "k", "double", /*default=*/"0.01",
            "COMET: sigma = k * mean|momentum|">,
     Option<"nonZeroPrior", "nonzero-prior", "double", /*default=*/"0.5",
@@ -311,6 +317,8 @@ def CometCompressActivations
            "AC-GC: tolerated relative gradient-error energy e">,
     Option<"acgcNormRatio", "acgc-norm-ratio", "double", /*default=*/"1.0",
            "AC-GC prior of ||g_W||^2 / ||g_Y||^2">,
+    Option<"noiseFraction", "noise-fraction", "double", /*default=*/"0.1",
+           "noise: sigma = F * sqrt(the profile's gradient noise variance)">,
     Option<"batchNorm", "batchnorm", "::comet::BatchNormPolicy",
            /*default=*/"::comet::BatchNormPolicy::Sz",
            "BatchNormalizationGrad inputs",
