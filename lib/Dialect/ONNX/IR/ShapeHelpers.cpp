@@ -53,11 +53,26 @@ shape::windowOutputShape(ArrayRef<int64_t> in, int64_t outChannels,
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       r = (x + s - 1) / s;
     } else {
-      __int128 p = 0;
-      if (pads && autoPad != "VALID" && pads->size() == 2 * spatial)
-        p = __int128((*pads)[i]) + (*pads)[i + spatial];
+      __int128 p = 0, begin = 0;
+      if (pads && autoPad != "VALID" && pads->size() == 2 * spatial) {
+        begin = (*pads)[i];
+        p = begin + (*pads)[i + spatial];
+      }
       __int128 span = x + p - k;
-      r = span < 0 ? -1 : (ceilMode ? (span + s - 1) / s : span / s) + 1;
+      if (!ceilMode) {
+        r = span < 0 ? -1 : span / s + 1;
+      } else {
+        // ceil(span / s) + 1, span < 0 included: a window wider than the
+        // padded input still gives one output (GoogLeNet's last MaxPool at
+        // 28x28 pools 1x1 with a 2x2 window). The last window must start
+        // inside the input or its leading pad, as PyTorch and the runtime's
+        // check require.
+        r = (span >= 0 ? (span + s - 1) / s : -((-span) / s)) + 1;
+        if (r > 1 && (r - 1) * s >= x + begin)
+          --r;
+        if (r < 1)
+          r = -1;
+      }
     }
     out.push_back(r < 0 || r > INT64_MAX / 2 ? ShapedType::kDynamic
                                              : int64_t(r));

@@ -96,6 +96,21 @@ func.func @pool_grad(%dy: tensor<?x4x3x3xf32>, %i: tensor<?x4x3x3xi64>) -> tenso
 
 // -----
 
+// MaxPool in ceil mode: a 2x2 window over a 1x1 map still gives one output
+// (span < 0), and a last window that would start past the input is
+// dropped (4 -> 2, not 3, for kernel 1 and stride 2); the Indices result
+// gets the same shape as Y.
+// CHECK-LABEL: func.func @maxpool_ceil(
+// CHECK: onnx.MaxPool(%{{.*}}) {{.*}} : (tensor<2x8x1x1xf32>) -> (tensor<2x8x1x1xf32>, tensor<2x8x1x1xi64>)
+// CHECK: onnx.MaxPool(%{{.*}}) {{.*}} : (tensor<2x8x4x4xf32>) -> (tensor<2x8x2x2xf32>, tensor<2x8x2x2xi64>)
+func.func @maxpool_ceil(%x: tensor<?x8x1x1xf32>, %z: tensor<?x8x4x4xf32>) -> (tensor<?x8x1x1xf32>, tensor<?x8x?x?xi64>, tensor<?x8x?x?xf32>, tensor<?x8x?x?xi64>) {
+  %y, %i = onnx.MaxPool(%x) {ceil_mode = 1 : i64, kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<?x8x1x1xf32>) -> (tensor<?x8x1x1xf32>, tensor<?x8x?x?xi64>)
+  %y2, %i2 = onnx.MaxPool(%z) {ceil_mode = 1 : i64, kernel_shape = array<i64: 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x8x4x4xf32>) -> (tensor<?x8x?x?xf32>, tensor<?x8x?x?xi64>)
+  return %y, %i, %y2, %i2 : tensor<?x8x1x1xf32>, tensor<?x8x?x?xi64>, tensor<?x8x?x?xf32>, tensor<?x8x?x?xi64>
+}
+
+// -----
+
 // compress and decompress carry their operand's specialized shape.
 // CHECK-LABEL: func.func @handles(
 // CHECK: comet.compress %{{.*}} : tensor<8x3xf32> -> !comet.compressed<tensor<8x3xf32>, mask>
