@@ -174,7 +174,11 @@ def torch_to_onnx(module, opset: int = OPSET, image_size: int = IMAGE_SIZE) -> o
     # Tracing runs one training-mode forward, which moves the BatchNorm
     # running statistics; the exported initializers take the values from
     # before it, and the module gets them back.
-    before = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    state = module.state_dict()
+    before = collections.OrderedDict((k, v.detach().clone()) for k, v in state.items())
+    # The per-module versions ride along: a module that checks its own on
+    # load (torchvision's MNASNet) refuses a state dict without them.
+    before._metadata = getattr(state, "_metadata", None)
     kwargs = {}
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         kwargs["dynamo"] = False  # the TorchScript exporter takes dynamic_axes
