@@ -733,10 +733,14 @@ int64_t comet_rt_loader_num_batches(const comet_rt_loader *ld) {
                       : (ld->ds->n + ld->batch - 1) / ld->batch;
 }
 
-int64_t comet_rt_loader_next(comet_rt_loader *ld, float *images,
-                             int64_t *labels) {
-  if (!ld || !images || !labels || ld->ds->tokens)
-    return 0;
+} // extern "C"
+
+namespace {
+/// Fills the next batch of images or tokens (get: the dataset's per-sample
+/// reader) and their labels; 0 at the end of the epoch, or where a short
+/// last batch is dropped.
+template <typename T, typename Get>
+int64_t nextBatch(comet_rt_loader *ld, T *x, int64_t *labels, Get get) {
   int64_t left = ld->ds->n - ld->pos;
   int64_t count = left < ld->batch ? left : ld->batch;
   if (count <= 0 || (ld->dropLast && count < ld->batch))
@@ -744,27 +748,26 @@ int64_t comet_rt_loader_next(comet_rt_loader *ld, float *images,
   int64_t sample = ld->ds->elems, L = ld->ds->labelsPerSample;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < count; ++i)
-    comet_rt_dataset_get(ld->ds, ld->order[ld->pos + i], images + i * sample,
-                         labels + i * L);
+    get(ld->ds, ld->order[ld->pos + i], x + i * sample, labels + i * L);
   ld->pos += count;
   return count;
+}
+} // namespace
+
+extern "C" {
+
+int64_t comet_rt_loader_next(comet_rt_loader *ld, float *images,
+                             int64_t *labels) {
+  if (!ld || !images || !labels || ld->ds->tokens)
+    return 0;
+  return nextBatch(ld, images, labels, comet_rt_dataset_get);
 }
 
 int64_t comet_rt_loader_next_tokens(comet_rt_loader *ld, int64_t *tokens,
                                     int64_t *labels) {
   if (!ld || !tokens || !labels || !ld->ds->tokens)
     return 0;
-  int64_t left = ld->ds->n - ld->pos;
-  int64_t count = left < ld->batch ? left : ld->batch;
-  if (count <= 0 || (ld->dropLast && count < ld->batch))
-    return 0;
-  int64_t T = ld->ds->elems, L = ld->ds->labelsPerSample;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i)
-    comet_rt_dataset_get_tokens(ld->ds, ld->order[ld->pos + i], tokens + i * T,
-                                labels + i * L);
-  ld->pos += count;
-  return count;
+  return nextBatch(ld, tokens, labels, comet_rt_dataset_get_tokens);
 }
 
 int64_t comet_rt_loader_order(const comet_rt_loader *ld, int64_t pos) {
