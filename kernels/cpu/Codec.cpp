@@ -2095,9 +2095,12 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
   const size_t outBytes = size_t(nOut) * (2 + E::size);
   const size_t blockBytes = kChunkHeaderSize + nd + na + bodyBytes + outBytes;
   uint8_t *o = dst;
-  // A coded chunk, where it is smaller; not tried where sparse blocks (a
-  // post-ReLU chunk, cheap already) or raw blocks (incompressible) are
-  // frequent, so that those keep their speed. AUTO range-codes only chunks
+  // A coded chunk, where it is smaller; not tried where raw blocks
+  // (incompressible) are, nor where sparse blocks (a post-ReLU chunk, cheap
+  // already) are frequent, so that those keep their speed, unless the chunk
+  // is near-constant: at a loose bound a sparse block's one-bit-a-value mask
+  // is most of its size, and the range coder's zero flags cost a fraction
+  // of that. AUTO range-codes only chunks
   // where at least half the present elements lie in blocks that spend under
   // kAutoBits bits a value (near-constant codes, where Rice spends its floor
   // of a bit a value and the range coder saves 35-70 %), and Rice-codes the
@@ -2108,7 +2111,7 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
   const bool autoOn = entropy == COMET_RT_CODEC_ENTROPY_AUTO;
   const bool tryRange = always || (autoOn && nearConst);
   const bool tryRice = always || (autoOn && !nearConst);
-  if ((tryRange || tryRice) && !anyRaw && nSparse * 8 <= nd &&
+  if ((tryRange || tryRice) && !anyRaw && (nSparse * 8 <= nd || nearConst) &&
       blockBytes > kCodedHeaderSize + kMinRangeBytes + outBytes) {
     alignas(64) uint32_t v[kChunkElems];
     alignas(64) uint8_t ctx[kChunkElems];

@@ -2,9 +2,10 @@
 //
 // comet_rt_codec_set_entropy selects whether the sz encoder tries coded
 // chunks (mode 7, range- or Rice-coded): never (OFF), range-coded on
-// near-constant chunks and Rice-coded on other dense ones (AUTO, the
-// default) or both on every eligible chunk (ALWAYS). It changes which bytes are
-// written, never the values they decode to, and one decoder reads them all.
+// near-constant chunks, sparse ones included, and Rice-coded on other dense
+// ones (AUTO, the default) or both on every eligible chunk (ALWAYS). It
+// changes which bytes are written, never the values they decode to, and one
+// decoder reads them all.
 //
 //===----------------------------------------------------------------------===//
 #include "CodecTestUtil.h"
@@ -156,6 +157,24 @@ TEST_F(CodecEntropy, AutoPicksTheCoderPerChunk) {
   auto reluAuto = compressWith(COMET_RT_CODEC_ENTROPY_AUTO, relu);
   EXPECT_FALSE(hasCodedChunk(reluAuto));
   EXPECT_EQ(reluAuto, reluOff);
+}
+
+// At a bound near a quarter of the spread, post-ReLU codes are mostly 0 with
+// a few 1s: the sparse blocks' one-bit-a-value mask is then most of the
+// block chunk, and AUTO range-codes such chunks (under two bits a value)
+// although their blocks are sparse, at well under half the size.
+TEST_F(CodecEntropy, LooseBoundPostReluChunksAreRangeCoded) {
+  Input relu{"relu", makeData(Dist::Relu50, 1.0, 16384, false, 11),
+             {128, 128}, 0.0};
+  float hi = *std::max_element(relu.x.begin(), relu.x.end());
+  relu.eb = 0.3 * hi;
+  auto off = compressWith(COMET_RT_CODEC_ENTROPY_OFF, relu);
+  auto autoS = compressWith(COMET_RT_CODEC_ENTROPY_AUTO, relu);
+  EXPECT_EQ(v2Modes(autoS), std::vector<int>(4, 7));
+  EXPECT_EQ(v2Coders(autoS), std::vector<int>(4, 0));
+  EXPECT_LT(2 * autoS.size(), off.size());
+  // Under one bit a value where the block modes cannot go.
+  EXPECT_LT(8 * autoS.size(), relu.x.size());
 }
 
 // bfloat16 bits of x (round to nearest even, NaN kept a NaN) and back.
