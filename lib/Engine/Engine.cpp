@@ -385,23 +385,32 @@ Engine::Impl::budgetOptions(ModuleOp specialized,
   // The optimizer state the trainer will allocate: one buffer per state
   // and trainable parameter (each the size of its gradient buffer), plus
   // the learning rate and step count. A step that applies the optimizer
-  // has them among its arguments: the graph sees them.
-  ActivationLiveness la(mainFunc(specialized));
-  bool fused =
-      mainFunc(specialized)->hasAttr(CometDialect::kFusedOptimizerAttrName);
+  // has them among its arguments (comet.optimizer): the graph sees them,
+  // and its budget is the whole one.
+  func::FuncOp f = mainFunc(specialized);
+  bool fused = f->hasAttr(CometDialect::kFusedOptimizerAttrName);
+  ActivationLiveness la(f);
   LivenessOptions lo;
   lo.dynamicDimSize = opts.batchSize;
   la.setOptions(lo);
-  int64_t gradBytes = 0;
-  for (const ValueInfo &vi : la.getValues())
-    if (vi.def < 0 && vi.category == ValueCategory::Gradient)
+  int64_t gradBytes = 0, argStateBytes = 0;
+  for (const ValueInfo &vi : la.getValues()) {
+    if (vi.def >= 0)
+      continue;
+    auto role = f.getArgAttrOfType<StringAttr>(
+        cast<BlockArgument>(vi.value).getArgNumber(),
+        CometDialect::kOptimizerRoleAttrName);
+    if (role && role.getValue() != "weight")
+      argStateBytes += vi.tensorBytes;
+    if (vi.category == ValueCategory::Gradient)
       gradBytes += vi.tensorBytes;
+  }
   int64_t state =
-      fused ? 0
+      fused ? argStateBytes
             : sizeof(float) + sizeof(int64_t) +
                   optimizerStatesPerParameter(optimizer.kind) * gradBytes;
-  int64_t graph = opts.memoryBudget - state;
-  if (graph <= 0)
+  int64_t graph = opts.memoryBudget - (fused ? 0 : state);
+  if (opts.memoryBudget - state <= 0)
     return err("the memory budget of " + std::to_string(opts.memoryBudget) +
                " bytes is below the optimizer state alone (" +
                std::to_string(state) + " bytes)");
