@@ -199,6 +199,15 @@ static std::string locName(Location loc) {
   return "";
 }
 
+/// A parameter whose optimizer update the step applies
+/// (comet.optimizer_update): it has no gradient buffer to be named after.
+static bool updatedInStep(Value arg) {
+  return llvm::any_of(arg.getUses(), [](OpOperand &u) {
+    auto up = dyn_cast<OptimizerUpdateOp>(u.getOwner());
+    return up && u.get() == up.getWeight();
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // ActivationLiveness
 //===----------------------------------------------------------------------===//
@@ -330,7 +339,7 @@ void ActivationLiveness::build() {
       vi.category = ValueCategory::Gradient;
     } else if (isOptimizerStateName(vi.name)) {
       vi.category = ValueCategory::OptimizerState;
-    } else if (gradBases.contains(vi.name)) {
+    } else if (gradBases.contains(vi.name) || updatedInStep(vi.value)) {
       vi.category = ValueCategory::Parameter;
     } else {
       bool weightUse = llvm::any_of(vi.uses, [](const ValueUse &u) {

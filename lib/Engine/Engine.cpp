@@ -27,6 +27,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -200,6 +201,9 @@ Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
   if (!f)
     return err("the graph has no function");
   out.funcName = f.getName().str();
+  if (auto k =
+          f->getAttrOfType<StringAttr>(CometDialect::kFusedOptimizerAttrName))
+    out.fusedOptimizer = k.str();
   // The runtime entries the graph calls: what its device must implement.
   std::set<std::string> entries;
   f.walk([&](func::CallOp call) {
@@ -225,6 +229,12 @@ Error Engine::Impl::lower(ModuleOp m, int64_t batch, Entry &out,
     }
     if (auto r = f.getArgAttrOfType<IntegerAttr>(i, "comet.index_range"))
       a.valueRange = r.getInt();
+    if (auto r = f.getArgAttrOfType<StringAttr>(
+            i, CometDialect::kOptimizerRoleAttrName))
+      a.optimizerRole = r.str();
+    if (auto p = f.getArgAttrOfType<StringAttr>(
+            i, CometDialect::kOptimizerParamAttrName))
+      a.optimizerParam = p.str();
     out.args.push_back(std::move(a));
   }
   if (auto siteAttrs =
@@ -374,19 +384,33 @@ Engine::Impl::budgetOptions(ModuleOp specialized,
     return err("the assumed sz ratio must be at least 1");
   // The optimizer state the trainer will allocate: one buffer per state
   // and trainable parameter (each the size of its gradient buffer), plus
-  // the learning rate and step count.
-  ActivationLiveness la(mainFunc(specialized));
+  // the learning rate and step count. A step that applies the optimizer
+  // has them among its arguments (comet.optimizer): the graph sees them,
+  // and its budget is the whole one.
+  func::FuncOp f = mainFunc(specialized);
+  bool fused = f->hasAttr(CometDialect::kFusedOptimizerAttrName);
+  ActivationLiveness la(f);
   LivenessOptions lo;
   lo.dynamicDimSize = opts.batchSize;
   la.setOptions(lo);
-  int64_t gradBytes = 0;
-  for (const ValueInfo &vi : la.getValues())
-    if (vi.def < 0 && vi.category == ValueCategory::Gradient)
+  int64_t gradBytes = 0, argStateBytes = 0;
+  for (const ValueInfo &vi : la.getValues()) {
+    if (vi.def >= 0)
+      continue;
+    auto role = f.getArgAttrOfType<StringAttr>(
+        cast<BlockArgument>(vi.value).getArgNumber(),
+        CometDialect::kOptimizerRoleAttrName);
+    if (role && role.getValue() != "weight")
+      argStateBytes += vi.tensorBytes;
+    if (vi.category == ValueCategory::Gradient)
       gradBytes += vi.tensorBytes;
-  int64_t state = sizeof(float) + sizeof(int64_t) +
+  }
+  int64_t state =
+      fused ? argStateBytes
+            : sizeof(float) + sizeof(int64_t) +
                   optimizerStatesPerParameter(optimizer.kind) * gradBytes;
-  int64_t graph = opts.memoryBudget - state;
-  if (graph <= 0)
+  int64_t graph = opts.memoryBudget - (fused ? 0 : state);
+  if (opts.memoryBudget - state <= 0)
     return err("the memory budget of " + std::to_string(opts.memoryBudget) +
                " bytes is below the optimizer state alone (" +
                std::to_string(state) + " bytes)");
@@ -430,6 +454,22 @@ static int64_t convGradWorkspace(comet_rt_context *ctx,
   return std::max<int64_t>(bytes, 0);
 }
 
+/// comet-fuse-optimizer with the optimizer's kernel and hyperparameters
+/// (floats printed to round-trip exactly).
+static std::string fuseOptimizerPass(const OptimizerConfig &c) {
+  std::string kind = optimizerEntries(c.kind).front();
+  auto f = [](float v) { return llvm::formatv("{0:e9}", v).str(); };
+  std::string s = "comet-fuse-optimizer{kind=" + kind;
+  if (kind == "adamw")
+    s += " alpha=" + f(c.adamAlpha) + " beta=" + f(c.adamBeta) +
+         " epsilon=" + f(c.adamEps) + " weight-decay=" + f(c.adamWeightDecay) +
+         " adam-mode=" + std::to_string(c.adamMode) +
+         " correct-bias=" + std::to_string(c.adamCorrectBias);
+  else if (kind == "sgd_momentum")
+    s += " momentum=" + f(c.momentum) + " weight-decay=" + f(c.weightDecay);
+  return s + "}";
+}
+
 Error Engine::compile(const EngineOptions &options) {
   Impl &I = *impl;
   if (I.compiled)
@@ -452,16 +492,19 @@ Error Engine::compile(const EngineOptions &options) {
   // Gradients accumulated where they are formed, and masks instead of the
   // floats the backward only compares: both exact, so in every mode, `none`
   // included.
-  std::string specialize = "comet-specialize-shapes{batch-size=" + b +
-                           "},comet-accumulate-early,comet-hoist-masks";
-  if (Error e = I.runPipeline(*m, specialize))
-    return e;
-  // The optimizer first: its state is part of what a budget must fit.
+  // The optimizer first: its state is part of what a budget must fit, and
+  // the step may apply it.
   std::string dir = dirOf(I.path);
   I.paths.optimizer = I.resolveOptimizerPath(options.optimizerPath);
   auto optimizer = I.readOptimizerConfig(I.paths.optimizer);
   if (!optimizer)
     return optimizer.takeError();
+  std::string specialize = "comet-specialize-shapes{batch-size=" + b +
+                           "},comet-accumulate-early,comet-hoist-masks";
+  if (options.fuseOptimizer)
+    specialize += "," + fuseOptimizerPass(*optimizer);
+  if (Error e = I.runPipeline(*m, specialize))
+    return e;
   auto budget = I.budgetOptions(*m, *optimizer);
   if (!budget)
     return budget.takeError();

@@ -52,6 +52,11 @@ static Error needStatistics(Engine &engine, const std::vector<SlotInfo> &slots,
                             const char *who) {
   const std::vector<std::string> &entries =
       engine.trainer().trainEntry().runtimeEntries;
+  // Both read each step's weight gradients.
+  if (!slots.empty() && engine.trainer().optimizerFused())
+    return err(llvm::Twine(who) +
+               ": the engine's step applies the optimizer and keeps no "
+               "gradient; compile it without EngineOptions::fuseOptimizer");
   if (slots.empty() || llvm::is_contained(entries, "slot_observe_act"))
     return Error::success();
   return err(llvm::Twine(who) +

@@ -48,6 +48,7 @@ static Entry entryOf(const comet_aot_entry &e) {
   Entry out;
   out.funcName = e.func_name;
   out.packed = e.packed;
+  out.fusedOptimizer = e.fused_optimizer ? e.fused_optimizer : "";
   for (int64_t i = 0; i < e.num_args; ++i) {
     const comet_aot_arg &a = e.args[i];
     ArgInfo info;
@@ -57,6 +58,8 @@ static Entry entryOf(const comet_aot_entry &e) {
     info.isResult = a.is_result != 0;
     info.isLabels = a.is_labels != 0;
     info.valueRange = a.value_range;
+    info.optimizerRole = a.optimizer_role ? a.optimizer_role : "";
+    info.optimizerParam = a.optimizer_param ? a.optimizer_param : "";
     out.args.push_back(std::move(info));
   }
   for (int64_t i = 0; i < e.num_runtime_entries; ++i)

@@ -234,13 +234,24 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
     int32_t cat = COMET_RT_MEM_OTHER;
     InitialWeight init;
     bool isParam = false;
+    const std::string &role = a.optimizerRole;
+    if (!role.empty() && role != "weight") {
+      // The optimizer's state, learning rate and step count: bound by
+      // setupOptimizer.
+      if (train.fusedOptimizer.empty())
+        return "training graph input '" + name + "' has the optimizer role '" +
+               role + "' but the step does not apply the optimizer";
+      optimizerArgs.push_back(i);
+      trainArgs.push_back(nullptr);
+      continue;
+    }
     if (a.isResult || name == "lazy_reset_grad") {
     } else if (name.find(gradSuffix) != std::string::npos) {
       cat = COMET_RT_MEM_GRADS;
     } else if (a.elemBytes == 4 && weights(name, init)) {
       cat = COMET_RT_MEM_PARAMS;
       isParam = true;
-    } else if (gradOf.count(name)) {
+    } else if (gradOf.count(name) || role == "weight") {
       return "no initial value for parameter '" + name + "' in " + weightsName;
     } else if (a.elemBytes == 4 || a.elemBytes == 8) {
       rest.push_back(i);
@@ -265,7 +276,7 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
              std::to_string(b->bytes());
     if (std::string e = copy(b->data, init.data, init.bytes); !e.empty())
       return e;
-    if (gradOf.count(name))
+    if (gradOf.count(name) || role == "weight")
       trainable.push_back(name);
     else
       frozen.push_back(name);
@@ -305,7 +316,7 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
 std::vector<std::string> Trainer::parameters() const {
   std::vector<std::string> names;
   for (Buffer *b : trainArgs)
-    if (b->category == COMET_RT_MEM_PARAMS)
+    if (b && b->category == COMET_RT_MEM_PARAMS)
       names.push_back(b->name);
   return names;
 }
@@ -325,6 +336,12 @@ std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
           checkDeviceCoverage(deviceName(), optimizerEntries(config.kind));
       !e.empty())
     return e;
+  // A step that applies the optimizer was compiled for one kernel, with
+  // its hyperparameters.
+  if (optimizerFused() &&
+      optimizerEntries(config.kind).front() != train.fusedOptimizer)
+    return "the training step applies the optimizer '" + train.fusedOptimizer +
+           "' (compiled in); it cannot run " + config.kind;
   // Called again, it replaces the optimizer and starts its state afresh.
   state1.clear();
   state2.clear();
@@ -359,10 +376,31 @@ std::string Trainer::setupOptimizer(const OptimizerConfig &config) {
       (k == 0 ? state1 : state2).push_back(std::move(s));
     }
   }
+  // A fused step's arguments are these buffers.
+  for (size_t i : optimizerArgs) {
+    const ArgInfo &a = train.args[i];
+    Buffer *b = nullptr;
+    if (a.optimizerRole == "lr")
+      b = lrBuf.get();
+    else if (a.optimizerRole == "step")
+      b = stepBuf.get();
+    else if (a.optimizerRole == "state0" || a.optimizerRole == "state1")
+      b = optimizerState(a.optimizerParam, a.optimizerRole == "state0" ? 0 : 1);
+    if (!b || b->shape != a.shape || b->elemBytes != a.elemBytes)
+      return "training graph input '" + a.name + "' (optimizer role '" +
+             a.optimizerRole + "'" +
+             (a.optimizerParam.empty() ? ""
+                                       : " of '" + a.optimizerParam + "'") +
+             ") has no " + dimsStr(a.shape) + " buffer in " + optimizer.kind;
+    trainArgs[i] = b;
+  }
   return "";
 }
 
 std::string Trainer::runOptimizer() {
+  if (optimizerFused())
+    return "the training step applies the optimizer itself (compiled with "
+           "the update fused in): there is no separate optimizer step";
   ++steps;
   if (std::string e = copy(stepBuf->data, &steps, sizeof(int64_t)); !e.empty())
     return e;
@@ -447,8 +485,19 @@ std::string Trainer::bindEval(Entry entry, const std::string &evalName) {
 
 std::string Trainer::computeGradients(const void *images, const int64_t *lab,
                                       float &lossOut) {
+  if (optimizerFused())
+    return "the training step applies the optimizer and keeps no gradient: "
+           "compile it without fusing the optimizer to compute gradients";
+  return runTrain(images, lab, lossOut);
+}
+
+std::string Trainer::runTrain(const void *images, const int64_t *lab,
+                              float &lossOut) {
   if (!loss)
     return "the training graph is not bound";
+  for (const Buffer *b : trainArgs)
+    if (!b)
+      return "the optimizer is not set up: the training step applies it";
   const uint8_t reset = resetGrad ? 1 : 0;
   if (lazyReset)
     if (std::string e = copy(lazyReset->data, &reset, 1); !e.empty())
@@ -487,13 +536,24 @@ std::string Trainer::computeGradients(const void *images, const int64_t *lab,
 std::string Trainer::step(const void *images, const int64_t *lab,
                           float &lossOut) {
   resetGrad = true;
-  std::string e = computeGradients(images, lab, lossOut);
+  bool fused = optimizerFused();
+  if (fused) {
+    // The step reads its optimizer step count, as runOptimizer writes it.
+    if (!lrBuf)
+      return "the optimizer is not set up";
+    ++steps;
+    if (std::string e = copy(stepBuf->data, &steps, sizeof(int64_t));
+        !e.empty())
+      return e;
+  }
+  std::string e = runTrain(images, lab, lossOut);
   if (!e.empty())
     return e;
   if (!std::isfinite(lossOut))
     return std::string("the loss is ") + (std::isnan(lossOut) ? "NaN" : "Inf") +
-           " at step " + std::to_string(steps + 1) + "; training stopped";
-  return runOptimizer();
+           " at step " + std::to_string(fused ? steps : steps + 1) +
+           "; training stopped";
+  return fused ? "" : runOptimizer();
 }
 
 std::string Trainer::evaluate(const void *images, const int64_t *lab, int64_t n,
@@ -647,9 +707,12 @@ std::string Trainer::copyStateFrom(const Trainer &other) {
   for (const std::string &p : parameters())
     if (std::string e = copyBuffer(buffer(p), other.buffer(p)); !e.empty())
       return e;
+  // A step that applies the optimizer keeps no gradients.
   for (const std::string &p : trainable)
-    if (std::string e = copyBuffer(gradient(p), other.gradient(p)); !e.empty())
-      return e;
+    if (gradient(p) && other.gradient(p))
+      if (std::string e = copyBuffer(gradient(p), other.gradient(p));
+          !e.empty())
+        return e;
   for (size_t i = 0; i < state1.size(); ++i)
     if (std::string e = copyBuffer(state1[i].get(), other.state1[i].get());
         !e.empty())
@@ -708,7 +771,10 @@ EngineStats Trainer::stats() const {
   if (!prediction.valid)
     return s;
   s.measuredTimeline = timeline;
-  s.predictedPeakBytes = s.predictedTensorPeakBytes = stateBytes;
+  // The optimizer state beside the graph's tensors: a step that applies
+  // the optimizer has it among its arguments, in the intervals.
+  const int64_t outside = optimizerFused() ? 0 : stateBytes;
+  s.predictedPeakBytes = s.predictedTensorPeakBytes = outside;
   if (szOut > 0)
     szRatio = double(szIn) / szOut;
   // A sweep over difference arrays: O(#steps + #intervals).
@@ -734,7 +800,7 @@ EngineStats Trainer::stats() const {
   for (int64_t t = 0; t < n; ++t) {
     total += dTotal[t];
     act += dAct[t];
-    s.predictedTimeline.push_back(total + stateBytes);
+    s.predictedTimeline.push_back(total + outside);
     tensorPeak = t == 0 ? total : std::max(tensorPeak, total);
     int64_t ws =
         t < int64_t(prediction.workspace.size()) ? prediction.workspace[t] : 0;
@@ -744,10 +810,10 @@ EngineStats Trainer::stats() const {
       wsAtPeak = ws;
     }
   }
-  s.predictedPeakBytes = peak + stateBytes;
+  s.predictedPeakBytes = peak + outside;
   s.predictedActivationBytesAtPeak = actAtPeak;
   s.predictedWorkspaceBytesAtPeak = wsAtPeak;
-  s.predictedTensorPeakBytes = tensorPeak + stateBytes;
+  s.predictedTensorPeakBytes = tensorPeak + outside;
   return s;
 }
 

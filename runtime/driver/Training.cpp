@@ -507,6 +507,10 @@ public:
     separate();
     out += std::to_string(v);
   }
+  void value(bool v) {
+    separate();
+    out += v ? "true" : "false";
+  }
   void value(double v) {
     separate();
     if (!std::isfinite(v)) {
@@ -599,6 +603,7 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   j.member("device", info.device);
   j.member("compress", info.compress);
   j.member("optimizer", info.optimizer);
+  j.member("optimizer_fused", info.optimizerFused);
   j.member("learning_rate", info.learningRate);
   j.key("artifacts");
   j.objectBegin();

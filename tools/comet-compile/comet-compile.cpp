@@ -173,19 +173,20 @@ public:
   Constant *entry(const comet::Entry &e, Function *packed) {
     SmallVector<Constant *> args;
     for (const comet::ArgInfo &a : e.args)
-      args.push_back(record({str(a.name), i(a.shape.size()), i64s(a.shape),
-                             i(a.elemBytes), i(a.isResult), i(a.isLabels),
-                             i(a.valueRange)}));
+      args.push_back(
+          record({str(a.name), i(a.shape.size()), i64s(a.shape), i(a.elemBytes),
+                  i(a.isResult), i(a.isLabels), i(a.valueRange),
+                  str(a.optimizerRole), str(a.optimizerParam)}));
     SmallVector<Constant *> entries;
     for (const std::string &name : e.runtimeEntries)
       entries.push_back(str(name));
     return record({str(e.funcName), packed, i(e.args.size()),
                    array(args, ".args"), i(entries.size()),
-                   array(entries, ".runtime_entries")});
+                   array(entries, ".runtime_entries"), str(e.fusedOptimizer)});
   }
   Constant *nullEntry() {
     Constant *null = ConstantPointerNull::get(ptr);
-    return record({null, null, i(0), null, i(0), null});
+    return record({null, null, i(0), null, i(0), null, null});
   }
 
 private:

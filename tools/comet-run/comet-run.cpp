@@ -239,6 +239,7 @@ int main(int argc, char **argv) {
     info.device = device;
     info.compress = prog.compress;
     info.optimizer = trainer.optimizerConfig().kind;
+    info.optimizerFused = trainer.optimizerFused();
     info.learningRate = trainer.optimizerConfig().learningRate;
     info.artifacts = step->artifacts();
     info.data = dataOpts.source;

@@ -514,6 +514,9 @@ int main(int argc, char **argv) {
   // The error-model check reads the tuner's statistics of a static graph
   // too.
   opts.tunerStatistics = !measureErrorModel.empty();
+  // Both read gradients, which a step that applies the optimizer keeps not.
+  if (!dumpGrads.empty() || !measureErrorModel.empty())
+    opts.fuseOptimizer = false;
   comet::tuner::TunerOptions tunerOpts;
   {
     tunerOpts.rule = boundRule;
@@ -614,8 +617,9 @@ int main(int argc, char **argv) {
            << (files.evalModel.empty() ? "(none)" : files.evalModel)
            << "\n  optimizer " << engine.optimizerName()
            << (files.optimizer.empty() ? "" : " (" + files.optimizer + ")")
-           << format(", lr %g", engine.learningRate()) << "\n  compress "
-           << comet::wordOf(compress)
+           << format(", lr %g", engine.learningRate())
+           << (engine.trainer().optimizerFused() ? ", fused into the step" : "")
+           << "\n  compress " << comet::wordOf(compress)
            << format(", batch %ld, epochs %ld\n", batch.getValue(),
                      epochs.getValue());
   // A budget that compression cannot reach is worth knowing before the run.
@@ -852,6 +856,7 @@ int main(int argc, char **argv) {
     info.device = comet::wordOf(device);
     info.compress = comet::wordOf(compress);
     info.optimizer = engine.optimizerName();
+    info.optimizerFused = engine.trainer().optimizerFused();
     info.learningRate = engine.learningRate();
     info.artifacts = files;
     info.data = data.description();

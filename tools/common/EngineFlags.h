@@ -91,7 +91,15 @@ struct EngineFlags {
                                    "graph, else model.onnx there"),
                     llvm::cl::init(""), llvm::cl::cat(cat)),
         dumpIR("dump-ir", llvm::cl::desc("Write the lowered IR here"),
-               llvm::cl::init(""), llvm::cl::cat(cat)) {}
+               llvm::cl::init(""), llvm::cl::cat(cat)),
+        fuseOptimizer(
+            "fuse-optimizer",
+            llvm::cl::desc("Apply each parameter's optimizer update inside "
+                           "the step, where its gradient is final, so no "
+                           "gradient buffer exists (bit-identical to the "
+                           "update after the step; off where gradients "
+                           "are read: --compress adaptive)"),
+            llvm::cl::init(true), llvm::cl::cat(cat)) {}
 
   llvm::cl::opt<std::string> optimizerPath;
   llvm::cl::opt<int64_t> batch;
@@ -103,6 +111,7 @@ struct EngineFlags {
   llvm::cl::opt<std::string> workspaceLimit;
   llvm::cl::opt<std::string> weightsPath;
   llvm::cl::opt<std::string> dumpIR;
+  llvm::cl::opt<bool> fuseOptimizer;
 
   /// Why the compression flags do not go together; empty when they do.
   std::string validate() const {
@@ -172,6 +181,8 @@ struct EngineFlags {
     o.optimizerPath = optimizerPath;
     o.weightsPath = weightsPath;
     o.dumpLoweredIRPath = dumpIR;
+    // The bound tuner reads each step's gradients.
+    o.fuseOptimizer = fuseOptimizer && compress != CompressMode::Adaptive;
     return o;
   }
 };

@@ -68,6 +68,14 @@ struct EngineOptions {
   /// momentum. kBuiltinOptimizer: the built-in SGD in any case.
   std::string optimizerPath;
   static constexpr const char *kBuiltinOptimizer = "builtin";
+  /// Applies each parameter's optimizer update inside the training step
+  /// (comet-fuse-optimizer), where its gradient is final and the parameter
+  /// has no later reader, so no gradient buffer exists: step() only.
+  /// Bit-identical to the update after the step, but computeGradients(),
+  /// gradient() and optimizerStep() need it off (ONNX Runtime's Module and
+  /// Optimizer, gradient accumulation, the bound tuner). A graph that
+  /// cannot fuse (a gradient buffer read elsewhere) runs unfused.
+  bool fuseOptimizer = false;
   /// <= 0: the optimizer's default, 0.001 for AdamW and 0.05 for the SGDs.
   float learningRate = 0.0f;
   float momentum = 0.9f; // built-in SGD only

@@ -486,6 +486,9 @@ LogicalResult RuntimeLowering::run() {
     }
   if (!sites.empty())
     newF->setAttr(CometDialect::kSitesAttrName, b.getArrayAttr(sites));
+  // The optimizer the step applies (comet-fuse-optimizer), for the driver.
+  if (Attribute fused = oldF->getAttr(CometDialect::kFusedOptimizerAttrName))
+    newF->setAttr(CometDialect::kFusedOptimizerAttrName, fused);
 
   std::string name = oldF.getName().str();
   oldF.erase();
@@ -510,6 +513,7 @@ struct LowerToRuntimePass
     populateDataMovementLoweringPatterns(*set);
     populateLossLoweringPatterns(*set);
     populateCompressionLoweringPatterns(*set);
+    populateOptimizerLoweringPatterns(*set);
     patterns = std::move(set);
     return success();
   }

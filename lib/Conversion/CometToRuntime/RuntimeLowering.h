@@ -222,6 +222,8 @@ void populateLossLoweringPatterns(RuntimeLoweringPatternSet &patterns);
 /// comet.compress and comet.decompress, and the gradients that read a mask
 /// handle (ReluGrad, DropoutGrad).
 void populateCompressionLoweringPatterns(RuntimeLoweringPatternSet &patterns);
+/// comet.optimizer_update: the optimizer kernel of its kind.
+void populateOptimizerLoweringPatterns(RuntimeLoweringPatternSet &patterns);
 
 } // namespace comet
 

@@ -265,3 +265,52 @@ func.func @budget_not_on_function(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = "onnx.Relu"(%x) {comet.budget = {bytes = 100 : i64}} : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// comet.optimizer_update: a known kernel, its number of states, one type
+// for weight, gradient and states, and one-element scalars.
+func.func @update_unknown_kind(%w: tensor<4xf32>, %lr: tensor<1xf32>, %s: tensor<1xi64>) {
+  // expected-error @+1 {{kind 'lamb' is not adamw, sgd_v2 or sgd_momentum}}
+  comet.optimizer_update "lamb" %w, %w lr %lr : tensor<1xf32> step %s : tensor<1xi64> : tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @update_states(%w: tensor<4xf32>, %m: tensor<4xf32>, %lr: tensor<1xf32>, %s: tensor<1xi64>) {
+  // expected-error @+1 {{kind 'adamw' keeps 2 state(s) per parameter, got 1}}
+  comet.optimizer_update "adamw" %w, %w states(%m : tensor<4xf32>) lr %lr : tensor<1xf32> step %s : tensor<1xi64> : tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @update_grad_type(%w: tensor<4xf32>, %g: tensor<5xf32>, %lr: tensor<1xf32>, %s: tensor<1xi64>) {
+  // expected-error @+1 {{expects the gradient of the weight's type 'tensor<4xf32>', got 'tensor<5xf32>'}}
+  comet.optimizer_update "sgd_v2" %w, %g lr %lr : tensor<1xf32> step %s : tensor<1xi64> : tensor<4xf32>, tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @update_lr(%w: tensor<4xf32>, %lr: tensor<2xf32>, %s: tensor<1xi64>) {
+  // expected-error @+1 {{expects a one-element f32 learning rate, got 'tensor<2xf32>'}}
+  comet.optimizer_update "sgd_v2" %w, %w lr %lr : tensor<2xf32> step %s : tensor<1xi64> : tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @update_mode(%w: tensor<4xf32>, %lr: tensor<1xf32>, %s: tensor<1xi64>) {
+  // expected-error @+1 {{adam_mode must be 0 or 1, got 2}}
+  comet.optimizer_update "adamw" %w, %w states(%w, %w : tensor<4xf32>, tensor<4xf32>) lr %lr : tensor<1xf32> step %s : tensor<1xi64> {adam_mode = 2 : i64} : tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'comet.fused_optimizer' must be adamw, sgd_v2 or sgd_momentum, on a function}}
+func.func @fused_unknown() attributes {comet.fused_optimizer = "lamb"} {
+  return
+}

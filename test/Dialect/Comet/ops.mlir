@@ -62,3 +62,16 @@ func.func @contracts(%x: tensor<2x32xf32>, %dy: tensor<32x8xf32>) -> tensor<2x8x
   %g = "onnx.MatMul"(%d, %dy) {comet.observe = [#comet.observe<slot = 0, consumer = 0, grad = 1>, #comet.observe<slot = 0, consumer = 1, grad = 1, aux = 0>]} : (tensor<2x32xf32>, tensor<32x8xf32>) -> tensor<2x8xf32>
   return %g : tensor<2x8xf32>
 }
+
+// A fused optimizer step: the update of each kind, with its states.
+// CHECK-LABEL: func.func @updates
+// CHECK-SAME: attributes {comet.fused_optimizer = "adamw"}
+// CHECK: comet.optimizer_update "adamw" %{{.*}}, %{{.*}} states(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>) lr %{{.*}} : tensor<1xf32> step %{{.*}} : tensor<1xi64> {adam_mode = 1 : i64, epsilon = 9.99999997E-7 : f32} : tensor<4xf32>, tensor<4xf32>
+// CHECK: comet.optimizer_update "sgd_momentum" %{{.*}}, %{{.*}} states(%{{.*}} : tensor<4xf32>) lr %{{.*}} : tensor<1xf32> step %{{.*}} : tensor<1xi64> {momentum = 5.000000e-01 : f32} : tensor<4xf32>, tensor<4xf32>
+// CHECK: comet.optimizer_update "sgd_v2" %{{.*}}, %{{.*}} lr %{{.*}} : tensor<1xf32> step %{{.*}} : tensor<1xi64> : tensor<4xf32>, tensor<4xf32>
+func.func @updates(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<1xf32>, %s: tensor<1xi64>) attributes {comet.fused_optimizer = "adamw"} {
+  comet.optimizer_update "adamw" %w, %g states(%m, %v : tensor<4xf32>, tensor<4xf32>) lr %lr : tensor<1xf32> step %s : tensor<1xi64> {adam_mode = 1 : i64, epsilon = 1.0e-6 : f32} : tensor<4xf32>, tensor<4xf32>
+  comet.optimizer_update "sgd_momentum" %w, %g states(%m : tensor<4xf32>) lr %lr : tensor<1xf32> step %s : tensor<1xi64> {momentum = 0.5 : f32} : tensor<4xf32>, tensor<4xf32>
+  comet.optimizer_update "sgd_v2" %w, %g lr %lr : tensor<1xf32> step %s : tensor<1xi64> : tensor<4xf32>, tensor<4xf32>
+  return
+}

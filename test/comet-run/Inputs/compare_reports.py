@@ -10,7 +10,7 @@ import json
 import sys
 
 EXACT = [
-    "compress", "optimizer", "learning_rate", "artifacts", "data", "epochs",
+    "compress", "optimizer", "optimizer_fused", "learning_rate", "artifacts", "data", "epochs",
     "batch", "steps",
     "final_loss", "loss_history", "test_accuracy", "test_loss",
     "eval_history",

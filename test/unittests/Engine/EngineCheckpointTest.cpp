@@ -43,13 +43,15 @@ void batch(std::vector<float> &x, std::vector<int64_t> &y, unsigned seed) {
 
 std::unique_ptr<comet::Engine>
 compiled(const char *model, const std::string &optimizer,
-         std::shared_ptr<const Checkpoint> initial = nullptr) {
+         std::shared_ptr<const Checkpoint> initial = nullptr,
+         bool fuseOptimizer = false) {
   auto e = comet::Engine::load(folder(model));
   EXPECT_TRUE(static_cast<bool>(e)) << toString(e.takeError());
   comet::EngineOptions o;
   o.batchSize = kBatch;
   o.optimizerPath = optimizer;
   o.initialState = std::move(initial);
+  o.fuseOptimizer = fuseOptimizer;
   llvm::Error err = (*e)->compile(o);
   EXPECT_FALSE(static_cast<bool>(err)) << toString(std::move(err));
   return std::move(*e);
@@ -166,6 +168,76 @@ TEST_P(Continue, FromTheSavedFileBitForBit) {
   expectSameState(*a, *b);
   unlink(path.c_str());
   rmdir(d.c_str());
+}
+
+/// The optimizer fused into the step trains bit for bit as the optimizer
+/// after it, keeps no gradient, refuses what needs one, follows the
+/// learning rate it is given, and its checkpoint continues unfused.
+TEST_P(Continue, FusedIntoTheStepBitForBit) {
+  const Case &c = GetParam();
+  std::string optimizer = c.optimizer == comet::EngineOptions::kBuiltinOptimizer
+                              ? c.optimizer
+                              : folder(c.model) + "/" + c.optimizer;
+  auto a = compiled(c.model, optimizer);
+  auto b = compiled(c.model, optimizer, nullptr, /*fuseOptimizer=*/true);
+  ASSERT_FALSE(a->trainer().optimizerFused());
+  ASSERT_TRUE(b->trainer().optimizerFused());
+  EXPECT_EQ(a->trainableParameters(), b->trainableParameters());
+  EXPECT_EQ(a->parameters(), b->parameters());
+  for (const std::string &p : b->trainableParameters()) {
+    EXPECT_TRUE(b->gradient(p).empty()) << p;
+    EXPECT_FALSE(a->gradient(p).empty()) << p;
+  }
+  // No gradient buffer: the fused step's graph holds less at its peak.
+  EXPECT_LT(b->stats().predictedPeakBytes, a->stats().predictedPeakBytes);
+  const float halved = a->learningRate() * 0.5f;
+  for (unsigned s = 0; s < 5; ++s) {
+    // A scheduler's change reaches the fused step as an input.
+    if (s == 3)
+      for (comet::Engine *e : {a.get(), b.get()}) {
+        llvm::Error err = e->setLearningRate(halved);
+        ASSERT_FALSE(static_cast<bool>(err)) << toString(std::move(err));
+      }
+    EXPECT_EQ(train(*a, s, s + 1), train(*b, s, s + 1)) << "step " << s;
+  }
+  expectSameState(*a, *b);
+  // The prediction follows: the tensors' peaks as predicted, exactly
+  // (uncompressed), and lower fused.
+  comet::EngineStats sa = a->stats(), sb = b->stats();
+  EXPECT_EQ(sb.steps, 5);
+  EXPECT_EQ(sa.predictedTensorPeakBytes, sa.tensorPeakBytes);
+  EXPECT_EQ(sb.predictedTensorPeakBytes, sb.tensorPeakBytes);
+  EXPECT_LT(sb.tensorPeakBytes, sa.tensorPeakBytes);
+
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  batch(x, y, 9);
+  llvm::Expected<float> g = b->computeGradients(x.data(), y.data());
+  ASSERT_FALSE(static_cast<bool>(g));
+  EXPECT_NE(toString(g.takeError()).find("keeps no gradient"),
+            std::string::npos);
+  llvm::Error opt = b->optimizerStep();
+  ASSERT_TRUE(static_cast<bool>(opt));
+  EXPECT_NE(toString(std::move(opt)).find("no separate optimizer step"),
+            std::string::npos);
+  // The optimizer is compiled in: another one is refused, the state kept.
+  std::string other = std::string(c.kind) == "AdamWOptimizer"
+                          ? comet::EngineOptions::kBuiltinOptimizer
+                          : folder(c.model) + "/optimizer_model.onnx";
+  llvm::Error swap = b->setOptimizer(other);
+  ASSERT_TRUE(static_cast<bool>(swap));
+  EXPECT_NE(toString(std::move(swap)).find("compiled in"), std::string::npos);
+  expectSameState(*a, *b);
+
+  // The fused engine's checkpoint goes on unfused, as the unfused one.
+  auto state = std::make_shared<Checkpoint>();
+  auto st = b->checkpointState(true);
+  ASSERT_TRUE(static_cast<bool>(st)) << toString(st.takeError());
+  *state = std::move(*st);
+  auto d = compiled(c.model, optimizer, state);
+  ASSERT_FALSE(static_cast<bool>(d->setLearningRate(a->learningRate())));
+  EXPECT_EQ(train(*a, 5, 7), train(*d, 5, 7));
+  expectSameState(*a, *d);
 }
 
 INSTANTIATE_TEST_SUITE_P(

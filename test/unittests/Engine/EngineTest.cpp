@@ -300,7 +300,8 @@ TEST(Engine, TunerStatisticsOnlyWhereRead) {
     std::unique_ptr<comet::Engine> engine;
     std::vector<std::string> entries;
   };
-  auto compile = [](comet::CompressMode mode, bool statistics) {
+  auto compile = [](comet::CompressMode mode, bool statistics,
+                    bool fuse = false) {
     Compiled c;
     auto e = comet::Engine::load(fixture("lenet"));
     EXPECT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
@@ -312,6 +313,7 @@ TEST(Engine, TunerStatisticsOnlyWhereRead) {
     o.tunerStatistics = statistics;
     o.jit = false;
     o.optimizerPath = comet::EngineOptions::kBuiltinOptimizer;
+    o.fuseOptimizer = fuse;
     llvm::Error err = c.engine->compile(o);
     EXPECT_FALSE(static_cast<bool>(err)) << llvm::toString(std::move(err));
     c.entries = c.engine->trainer().trainEntry().runtimeEntries;
@@ -351,6 +353,14 @@ TEST(Engine, TunerStatisticsOnlyWhereRead) {
     auto t = comet::EngineTuner::create(*c.engine, {});
     EXPECT_TRUE(static_cast<bool>(t)) << llvm::toString(t.takeError());
   }
+  // The tuner reads each step's gradients, which a step that applies the
+  // optimizer does not keep.
+  Compiled fused = compile(comet::CompressMode::Static, true, true);
+  ASSERT_TRUE(fused.engine->trainer().optimizerFused());
+  auto refused = comet::EngineTuner::create(*fused.engine, {});
+  ASSERT_FALSE(static_cast<bool>(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("keeps no gradient"),
+            std::string::npos);
 }
 
 // A step that fails part-way (the loss kernel rejects a label) frees every

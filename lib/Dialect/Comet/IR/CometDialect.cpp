@@ -222,6 +222,15 @@ LogicalResult CometDialect::verifyOperationAttribute(Operation *op,
              << name << "' needs 'not_selected', an array of strings";
     return success();
   }
+  if (name == kFusedOptimizerAttrName) {
+    auto kind = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<FunctionOpInterface>(op) || !kind ||
+        OptimizerUpdateOp::numStates(kind.getValue()) < 0)
+      return op->emitOpError("'")
+             << name
+             << "' must be adamw, sgd_v2 or sgd_momentum, on a function";
+    return success();
+  }
   return op->emitOpError("unknown comet attribute '") << name << "'";
 }
 

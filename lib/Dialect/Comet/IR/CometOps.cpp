@@ -82,5 +82,43 @@ LogicalResult DecompressOp::verify() {
   return verifySameTensor(*this, getResult().getType(), getInput().getType());
 }
 
+LogicalResult OptimizerUpdateOp::verify() {
+  int n = numStates(getKind());
+  if (n < 0)
+    return emitOpError("kind '")
+           << getKind() << "' is not adamw, sgd_v2 or sgd_momentum";
+  if (static_cast<int>(getStates().size()) != n)
+    return emitOpError("kind '")
+           << getKind() << "' keeps " << n << " state(s) per parameter, got "
+           << getStates().size();
+  auto w = cast<RankedTensorType>(getWeight().getType());
+  if (!w.getElementType().isF32())
+    return emitOpError("expects an f32 weight, got ") << w;
+  if (getGrad().getType() != w)
+    return emitOpError("expects the gradient of the weight's type ")
+           << w << ", got " << getGrad().getType();
+  for (Value s : getStates())
+    if (s.getType() != w)
+      return emitOpError("expects states of the weight's type ")
+             << w << ", got " << s.getType();
+  auto scalar = [](Value v, Type elt) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.getElementType() == elt && t.hasStaticShape() &&
+           t.getNumElements() == 1;
+  };
+  Builder b(getContext());
+  if (!scalar(getLr(), b.getF32Type()))
+    return emitOpError("expects a one-element f32 learning rate, got ")
+           << getLr().getType();
+  if (!scalar(getStep(), b.getI64Type()))
+    return emitOpError("expects a one-element i64 step count, got ")
+           << getStep().getType();
+  if (getAdamMode() != 0 && getAdamMode() != 1)
+    return emitOpError("adam_mode must be 0 or 1, got ") << getAdamMode();
+  if (getCorrectBias() != 0 && getCorrectBias() != 1)
+    return emitOpError("correct_bias must be 0 or 1, got ") << getCorrectBias();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "comet/Dialect/Comet/IR/CometOps.cpp.inc"

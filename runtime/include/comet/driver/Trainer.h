@@ -70,6 +70,12 @@ struct ArgInfo {
   /// The element type as ONNX's TensorProto.DataType (1 float, 7 int64,
   /// 9 bool, ...); 0 when the compiler did not record it.
   int32_t onnxType = 0;
+  /// In a step that applies the optimizer (Entry::fusedOptimizer), the
+  /// argument's part in the updates (the lowering's `comet.optimizer`):
+  /// weight (a trainable parameter), state0, state1 (its optimizer states,
+  /// of the parameter optimizerParam), lr or step; empty otherwise.
+  std::string optimizerRole;
+  std::string optimizerParam;
 };
 
 /// A compiled function: its signature and its packed entry point, which
@@ -81,6 +87,10 @@ struct Entry {
   /// The runtime entries (abi.def names) the function calls: what a device
   /// must implement to run it (comet/driver/Coverage.h).
   std::vector<std::string> runtimeEntries;
+  /// The optimizer kernel (adamw, sgd_v2, sgd_momentum) whose update of
+  /// each parameter the function applies itself (comet-fuse-optimizer);
+  /// empty: the optimizer runs after it.
+  std::string fusedOptimizer;
 
   /// Runs the function on ctx and the buffers of its arguments.
   std::string invoke(comet_rt_context *ctx,
@@ -263,7 +273,11 @@ public:
   /// "cpu" or "cuda": the device of the trainer's context.
   std::string deviceName() const;
   /// Allocates the optimizer's state for the trainable parameters (after
-  /// checking that the device implements the optimizer's entries).
+  /// checking that the device implements the optimizer's entries). A step
+  /// that applies the optimizer takes the state, the learning rate and the
+  /// step count as arguments: they are bound here, and `config` must name
+  /// the optimizer it was compiled with (its hyperparameters are compiled
+  /// in).
   std::string setupOptimizer(const OptimizerConfig &config);
   /// The eval graph (`evalName` in messages): its parameters are the
   /// training graph's buffers; the rest are bound as in bindTrain: the data
@@ -281,11 +295,17 @@ public:
   /// The training graph only (gradients into the gradient buffers). `data`
   /// is a batch of samples of the data input's element type (float32, or
   /// int64 token ids: dataElemBytes()), `labels` labelsPerSample() per
-  /// sample.
+  /// sample. Refused by a step that applies the optimizer, which keeps no
+  /// gradient.
   std::string computeGradients(const void *data, const int64_t *labels,
                                float &loss);
-  /// The training graph, then the optimizer; a NaN/Inf loss is an error.
+  /// The training graph, then the optimizer (or the step that applies it);
+  /// a NaN/Inf loss is an error. A fused step has updated the parameters
+  /// by the time it sees the loss.
   std::string step(const void *data, const int64_t *labels, float &loss);
+  /// Whether the training step applies the optimizer itself
+  /// (Entry::fusedOptimizer): no gradient buffers, no optimizerStep().
+  bool optimizerFused() const { return !train.fusedOptimizer.empty(); }
   /// Runs the eval graph on n samples in batches (the last one padded).
   /// Each label is one prediction (a language model's: one per token):
   /// meanLoss is the mean over the n * labelsPerSample() labels and
@@ -368,6 +388,8 @@ public:
 
 private:
   std::string runOptimizer();
+  /// Runs the training graph on a batch (lazy_reset_grad as resetGrad).
+  std::string runTrain(const void *data, const int64_t *labels, float &loss);
   Buffer *newBuffer(const std::string &name, const std::vector<int64_t> &shape,
                     size_t elemBytes, int32_t category);
 
@@ -378,6 +400,9 @@ private:
   size_t evalData = 0, evalLabels = 0;
   std::map<std::string, std::unique_ptr<Buffer>> buffers;
   std::vector<Buffer *> trainArgs;
+  /// The arguments of a fused step that setupOptimizer binds (indices into
+  /// trainArgs, null until then).
+  std::vector<size_t> optimizerArgs;
   std::vector<std::string> trainable;        // parameters with a gradient
   std::vector<std::string> frozen;           // parameters without one
   std::map<std::string, std::string> gradOf; // parameter -> its gradient

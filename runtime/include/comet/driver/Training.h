@@ -201,6 +201,8 @@ void printSummary(const RunResult &result);
 struct ReportInfo {
   std::string model, device, compress, optimizer, data;
   double learningRate = 0;
+  /// Whether the step applied the optimizer itself (Trainer::optimizerFused).
+  bool optimizerFused = false;
   /// The files read; empty eval model and optimizer are written as null.
   ArtifactPaths artifacts;
   int64_t epochs = 1, batch = 0, datasetBytes = 0;

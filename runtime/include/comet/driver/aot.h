@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define COMET_AOT_ABI_VERSION 5
+#define COMET_AOT_ABI_VERSION 6
 #define COMET_AOT_PROGRAM_SYMBOL "comet_aot_program"
 
 /* One argument of a compiled function, after the runtime context. */
@@ -32,6 +32,10 @@ typedef struct comet_aot_arg {
   int64_t is_result;
   int64_t is_labels;   /* the input the loss reads as labels */
   int64_t value_range; /* the labels' classes or the token ids' range, 0 */
+  /* In a step that applies the optimizer: weight, state0, state1, lr,
+   * step, or "" (ArgInfo::optimizerRole); a state's parameter, or "". */
+  const char *optimizer_role;
+  const char *optimizer_param;
 } comet_aot_arg;
 
 /* A compiled function and its packed entry point, which takes
@@ -45,6 +49,9 @@ typedef struct comet_aot_entry {
    * launcher refuses a device that lacks one before the first step. */
   int64_t num_runtime_entries;
   const char *const *runtime_entries;
+  /* The optimizer kernel the function applies itself, or "" (the
+   * launcher runs the optimizer after it; Entry::fusedOptimizer). */
+  const char *fused_optimizer;
 } comet_aot_entry;
 
 /* The initial value of a parameter. */

@@ -39,6 +39,17 @@ def Comet_Dialect : Dialect {
     /// predicted peak, the assumed sz ratio, how many values were compressed
     /// and the names of the candidates left raw.
     static constexpr ::llvm::StringLiteral kBudgetAttrName = "comet.budget";
+    /// On a function whose step applies the optimizer
+    /// (comet-fuse-optimizer): the kernel's kind, a string.
+    static constexpr ::llvm::StringLiteral kFusedOptimizerAttrName =
+        "comet.fused_optimizer";
+    /// On an argument of such a function: its role in the update, a
+    /// string: weight, state0, state1, lr or step.
+    static constexpr ::llvm::StringLiteral kOptimizerRoleAttrName =
+        "comet.optimizer";
+    /// On a state argument: the parameter it belongs to, a string.
+    static constexpr ::llvm::StringLiteral kOptimizerParamAttrName =
+        "comet.optimizer_param";
   }];
 }
 

@@ -52,4 +52,47 @@ def Comet_DecompressOp : Comet_Op<"decompress", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Comet_OptimizerUpdateOp : Comet_Op<"optimizer_update"> {
+  let summary = "One parameter's optimizer update, in place, inside the step";
+  let description = [{
+    Applies the runtime's optimizer kernel of `kind` (the abi.def entry:
+    `adamw`, `sgd_v2` or `sgd_momentum`) to one parameter: `weight` and its
+    `states` (AdamW's two moments, the momentum SGD's velocity, none for
+    `sgd_v2`) are function arguments written in place, `grad` is the
+    parameter's gradient of this step, and `lr` and `step` are the step's
+    learning rate and optimizer step count, read at run time. The
+    hyperparameters are attributes, as the kernel takes them.
+    comet-fuse-optimizer writes it in place of a gradient's accumulation.
+
+    ```mlir
+    comet.optimizer_update "adamw" %w, %dw states(%m, %v : tensor<4xf32>, tensor<4xf32>)
+        lr %lr : tensor<1xf32> step %step : tensor<1xi64> : tensor<4xf32>, tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, AnyRankedTensor:$weight,
+                       AnyRankedTensor:$grad, Variadic<AnyRankedTensor>:$states,
+                       AnyRankedTensor:$lr, AnyRankedTensor:$step,
+                       DefaultValuedAttr<F32Attr, "0.9f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "0.999f">:$beta,
+                       DefaultValuedAttr<F32Attr, "1e-8f">:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                       DefaultValuedAttr<F32Attr, "0.9f">:$momentum,
+                       DefaultValuedAttr<I64Attr, "0">:$adam_mode,
+                       DefaultValuedAttr<I64Attr, "1">:$correct_bias);
+  let assemblyFormat = [{
+    $kind $weight `,` $grad (`states` `(` $states^ `:` type($states) `)`)?
+    `lr` $lr `:` type($lr) `step` $step `:` type($step) attr-dict `:`
+    type($weight) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The optimizer states `kind` keeps per parameter; -1 for an unknown
+    /// kind.
+    static int numStates(::llvm::StringRef kind) {
+      return kind == "adamw" ? 2 : kind == "sgd_momentum" ? 1
+                                   : kind == "sgd_v2" ? 0 : -1;
+    }
+  }];
+}
+
 #endif // COMET_DIALECT_COMET_IR_COMETOPS_TD

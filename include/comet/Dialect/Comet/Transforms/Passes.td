@@ -149,6 +149,59 @@ def CometAccumulateEarly : Pass<"comet-accumulate-early", "mlir::ModuleOp"> {
   ];
 }
 
+def CometFuseOptimizer : Pass<"comet-fuse-optimizer", "mlir::ModuleOp"> {
+  let summary = "Apply each parameter's optimizer update inside the step";
+  let description = [{
+    When a step overwrites its gradient buffers (ONNX Runtime's
+    `lazy_reset_grad`, set on every step of comet-train) and the optimizer
+    runs right after it, a `<param>_grad.accumulation.buffer` only copies
+    the gradient for the optimizer: it need not exist before the gradient
+    is formed, nor after the optimizer has read it. This pass writes, in
+    place of each `InPlaceAccumulatorV2`, a `comet.optimizer_update` of the
+    parameter with the gradient itself, placed after the later of the op
+    that forms the gradient and the parameter's last reader in the step
+    (ActivationLiveness's uses), so no op reads an updated weight. The
+    gradient then dies at the update, and no gradient buffer is left.
+
+    The function changes signature: the gradient buffers and the
+    accumulators' flags (results) go; each parameter's optimizer states
+    (`<param>.momentum1`, `<param>.momentum2`), the learning rate
+    (`comet.learning_rate`, f32[1]) and the step count
+    (`comet.optimizer_step`, i64[1]) are appended as arguments, marked by
+    `comet.optimizer` (and `comet.optimizer_param` on the states); the
+    parameters get `comet.optimizer = "weight"` and the function
+    `comet.fused_optimizer = kind`. The driver binds them to the
+    optimizer's buffers (docs/execution.md).
+
+    All or nothing: a function fuses only when every accumulator can (its
+    buffer an argument that nothing else reads, its overwrite flag the
+    `lazy_reset_grad` argument, its flag only returned, a parameter
+    argument of the buffer's name and type that the function does not
+    return); otherwise a remark names the first that cannot, and the
+    function is left as it was.
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", "\"adamw\"",
+           "The optimizer kernel: adamw, sgd_v2 or sgd_momentum">,
+    Option<"alpha", "alpha", "float", "0.9f", "AdamW's beta1">,
+    Option<"beta", "beta", "float", "0.999f", "AdamW's beta2">,
+    Option<"epsilon", "epsilon", "float", "1e-8f", "AdamW's epsilon">,
+    Option<"weightDecay", "weight-decay", "float", "0.0f",
+           "AdamW's or the momentum SGD's weight decay">,
+    Option<"momentum", "momentum", "float", "0.9f", "The momentum SGD's">,
+    Option<"adamMode", "adam-mode", "int64_t", "0",
+           "0: PyTorch AdamW, 1: Hugging Face">,
+    Option<"correctBias", "correct-bias", "int64_t", "1",
+           "AdamW's bias correction (0 or 1)">,
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused", "Parameter updates fused into the step">,
+    Statistic<"numDelayed", "delayed",
+              "Updates placed after a later reader of the parameter">,
+  ];
+  let dependentDialects = ["::comet::CometDialect"];
+}
+
 def CometHoistMasks : Pass<"comet-hoist-masks", "mlir::ModuleOp"> {
   let summary = "Keep a 1-bit mask instead of a value the backward only compares";
   let description = [{
