@@ -50,11 +50,13 @@ struct Window {
            dilations == o.dilations && autoPad == o.autoPad &&
            ceilMode == o.ceilMode && storageOrder == o.storageOrder;
   }
-  int64_t positions() const {
+  /// Whether a byte holds every position of the window.
+  bool positionsFitAByte() const {
     int64_t n = 1;
     for (int64_t k : kernel)
-      n *= k;
-    return n;
+      if ((n *= k) > kMaxPoolWindowPositions) // before it can overflow
+        return false;
+    return true;
   }
 };
 
@@ -66,7 +68,7 @@ bool canCompact(MaxPoolOp pool) {
       pool.getIndices().use_empty())
     return false;
   Window w = Window::of(pool);
-  if (w.positions() > kMaxPoolWindowPositions)
+  if (!w.positionsFitAByte())
     return false;
   for (OpOperand &use : pool.getIndices().getUses()) {
     auto grad = dyn_cast<MaxPoolGradOp>(use.getOwner());

@@ -212,12 +212,12 @@ static LogicalResult checkPoolIndices(Operation *op, Value indices,
   if (t.isUnsignedInteger(8)) {
     int64_t positions = 1;
     for (int64_t k : kernel)
-      positions *= k;
-    if (positions <= kMaxPoolWindowPositions)
-      return success();
-    return op->emitOpError()
-           << "window positions (ui8 Indices) need a window of at most "
-           << kMaxPoolWindowPositions << " elements, got " << positions;
+      if ((positions *= k) > kMaxPoolWindowPositions) // before an overflow
+        return op->emitOpError()
+               << "window positions (ui8 Indices) need a window of at most "
+               << kMaxPoolWindowPositions << " elements, kernel_shape ["
+               << llvm::interleaved(kernel) << "] has more";
+    return success();
   }
   return op->emitOpError()
          << "Indices must be a tensor of i64 (flat indices) or ui8 (window "
