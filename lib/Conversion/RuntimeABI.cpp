@@ -43,6 +43,8 @@ Type typeOf(MLIRContext *ctx, Kind kind) {
     return UnrankedMemRefType::get(b.getI64Type(), 0);
   case Kind::ti1:
     return UnrankedMemRefType::get(b.getI1Type(), 0);
+  case Kind::tu8:
+    return UnrankedMemRefType::get(b.getIntegerType(8, /*isSigned=*/false), 0);
   case Kind::buffer:
     return MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
   case Kind::handle:

@@ -489,9 +489,9 @@ Error Engine::compile(const EngineOptions &options) {
   std::string b = std::to_string(options.batchSize);
   // One set of sizes for the compression policy, the bounds, the memory
   // prediction and the buffers.
-  // Gradients accumulated where they are formed, and masks instead of the
-  // floats the backward only compares: both exact, so in every mode, `none`
-  // included.
+  // Gradients accumulated where they are formed, masks instead of the
+  // floats the backward only compares, and MaxPool's argmax as a byte in
+  // its window: all exact, so in every mode, `none` included.
   // The optimizer first: its state is part of what a budget must fit, and
   // the step may apply it.
   std::string dir = dirOf(I.path);
@@ -501,6 +501,8 @@ Error Engine::compile(const EngineOptions &options) {
     return optimizer.takeError();
   std::string specialize = "comet-specialize-shapes{batch-size=" + b +
                            "},comet-accumulate-early,comet-hoist-masks";
+  if (options.compactPoolIndices)
+    specialize += ",comet-compact-pool-indices";
   if (options.fuseOptimizer)
     specialize += "," + fuseOptimizerPass(*optimizer);
   if (Error e = I.runPipeline(*m, specialize))

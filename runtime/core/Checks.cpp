@@ -294,6 +294,56 @@ int32_t indicesInRange(Call &c, const Tensor &indices, const Tensor &dx) {
   return COMET_RT_SUCCESS;
 }
 
+namespace {
+/// Whether the window at output `i` along one axis (size n) holds an
+/// element of the input.
+bool windowHits(int64_t i, int64_t n, int64_t k, int64_t s, int64_t p,
+                int64_t d) {
+  for (int64_t a = 0; a < k; ++a)
+    if (int64_t at = i * s - p + a * d; at >= 0 && at < n)
+      return true;
+  return false;
+}
+} // namespace
+
+int32_t maxpoolWindowsFit(Call &c, const Tensor &x, const Tensor &y, int64_t kH,
+                          int64_t kW, int64_t sH, int64_t sW, int64_t pT,
+                          int64_t pL, int64_t dH, int64_t dW) {
+  if (kH * kW > 256)
+    return c.fail("a ", kH, "x", kW, " window has ", kH * kW,
+                  " positions, more than a byte holds (256)");
+  for (int64_t i = 0; i < y.dim(2); ++i)
+    if (!windowHits(i, x.dim(2), kH, sH, pT, dH))
+      return c.fail("the windows of output row ", i, " hold no element of ",
+                    desc(x), " (all padding)");
+  for (int64_t j = 0; j < y.dim(3); ++j)
+    if (!windowHits(j, x.dim(3), kW, sW, pL, dW))
+      return c.fail("the windows of output column ", j, " hold no element of ",
+                    desc(x), " (all padding)");
+  return COMET_RT_SUCCESS;
+}
+
+int32_t windowPositionsInRange(Call &c, const Tensor &positions,
+                               const Tensor &dx, int64_t kH, int64_t kW,
+                               int64_t sH, int64_t sW, int64_t pT, int64_t pL,
+                               int64_t dH, int64_t dW) {
+  int64_t h = dx.dim(2), w = dx.dim(3);
+  int64_t oh = positions.dim(2), ow = positions.dim(3);
+  int64_t planes = positions.dim(0) * positions.dim(1);
+  const uint8_t *q = positions.hostAs<uint8_t>();
+  for (int64_t p = 0, o = 0; p < planes; ++p)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j, ++o) {
+        int64_t a = q[o] / kW, b = q[o] % kW;
+        int64_t hh = i * sH - pT + a * dH, ww = j * sW - pL + b * dW;
+        if (a >= kH || hh < 0 || hh >= h || ww < 0 || ww >= w)
+          return c.fail("position ", int64_t(q[o]), " at ", o,
+                        " is not an element of its ", kH, "x", kW,
+                        " window inside ", desc(dx));
+      }
+  return COMET_RT_SUCCESS;
+}
+
 int32_t globalPoolShape(Call &c, const Tensor &x, const Tensor &y) {
   if (x.rank() >= 3 && y.rank() == x.rank() && y.dim(0) == x.dim(0) &&
       y.dim(1) == x.dim(1) && y.numel() == x.dim(0) * x.dim(1))

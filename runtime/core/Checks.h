@@ -72,6 +72,17 @@ int32_t maxpoolShape(Call &c, const Tensor &x, const Tensor &y, int64_t kH,
                      int64_t pB, int64_t pR, int64_t dH, int64_t dW);
 /// Every index lies in [0, numel(dx)) (SCAN).
 int32_t indicesInRange(Call &c, const Tensor &indices, const Tensor &dx);
+/// A window position fits a byte (kH * kW <= 256) and every window of the
+/// pooling from X [N,C,H,W] to Y holds an element of X.
+int32_t maxpoolWindowsFit(Call &c, const Tensor &x, const Tensor &y, int64_t kH,
+                          int64_t kW, int64_t sH, int64_t sW, int64_t pT,
+                          int64_t pL, int64_t dH, int64_t dW);
+/// Every window position (SCAN, one per output of the pooling from dX)
+/// names an element of its window that lies in dX.
+int32_t windowPositionsInRange(Call &c, const Tensor &positions,
+                               const Tensor &dx, int64_t kH, int64_t kW,
+                               int64_t sH, int64_t sW, int64_t pT, int64_t pL,
+                               int64_t dH, int64_t dW);
 /// X [N,C,...] -> Y [N,C,1,...].
 int32_t globalPoolShape(Call &c, const Tensor &x, const Tensor &y);
 /// AveragePool's window over X [N,C,H,W] gives Y (floor), pads < kernel.

@@ -65,6 +65,7 @@ template <Entry E> struct IsHost;
 #define COMET_RT_MEMBER_tf32 Tensor
 #define COMET_RT_MEMBER_ti64 Tensor
 #define COMET_RT_MEMBER_ti1 Tensor
+#define COMET_RT_MEMBER_tu8 Tensor
 #define COMET_RT_MEMBER_buffer comet_rt_buffer *
 #define COMET_RT_MEMBER_handle int64_t
 #define COMET_RT_MEMBER_i64 int64_t
@@ -88,6 +89,7 @@ template <Entry E> struct IsHost;
 #define COMET_RT_VISIT_tf32(n) f(a.n);
 #define COMET_RT_VISIT_ti64(n) f(a.n);
 #define COMET_RT_VISIT_ti1(n) f(a.n);
+#define COMET_RT_VISIT_tu8(n) f(a.n);
 #define COMET_RT_VISIT_buffer(n)
 #define COMET_RT_VISIT_handle(n)
 #define COMET_RT_VISIT_i64(n)

@@ -48,6 +48,7 @@ struct Tensor {
   template <typename T> T *as() const { return static_cast<T *>(data); }
   float *f() const { return as<float>(); }
   int64_t *i64() const { return as<int64_t>(); }
+  uint8_t *u8() const { return as<uint8_t>(); }
   /// Host-readable elements (checks, PARAM operands in backends).
   template <typename T> const T *hostAs() const {
     return static_cast<const T *>(host);

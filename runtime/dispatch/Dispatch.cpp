@@ -153,6 +153,7 @@ extern "C" int64_t comet_rt_conv_grad2d_workspace(
 #define COMET_RT_BIND_tf32(n) COMET_RT_BIND_VIEW(n, 4)
 #define COMET_RT_BIND_ti64(n) COMET_RT_BIND_VIEW(n, 8)
 #define COMET_RT_BIND_ti1(n) COMET_RT_BIND_VIEW(n, 1)
+#define COMET_RT_BIND_tu8(n) COMET_RT_BIND_VIEW(n, 1)
 #define COMET_RT_BIND_buffer(n) cometArgs_.n = n;
 #define COMET_RT_BIND_handle(n) cometArgs_.n = n;
 #define COMET_RT_BIND_i64(n) cometArgs_.n = n;

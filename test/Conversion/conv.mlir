@@ -79,3 +79,21 @@ func.func @max_pool(%x: tensor<2x3x8x8xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3
   %y, %i = onnx.MaxPool(%x) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>} : (tensor<2x3x8x8xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xi64>)
   return %y, %i : tensor<2x3x4x4xf32>, tensor<2x3x4x4xi64>
 }
+
+// -----
+
+// MaxPool whose Indices are window positions (ui8): maxpool2d_window, with
+// no storage_order (a position does not depend on it); MaxPoolGrad reading
+// them: maxpool_grad_window, with the window and storage_order.
+// CHECK-LABEL: func.func @max_pool_window(
+// CHECK-DAG: %[[K:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[S:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i64
+// CHECK: call @comet_rt_maxpool2d_window(%arg0, %{{.*}}, %{{.*}}, %[[P:[a-z0-9_]+]], %[[K]], %[[K]], %[[S]], %[[S]], %[[ONE]], %[[ONE]], %[[ZERO]], %[[ZERO]], %[[ONE]], %[[ONE]]) : (!llvm.ptr, memref<*xf32>, memref<*xf32>, memref<*xui8>, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> i32
+// CHECK: call @comet_rt_maxpool_grad_window(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[K]], %[[K]], %[[S]], %[[S]], %[[ONE]], %[[ONE]], %[[ZERO]], %[[ZERO]], %[[ONE]], %[[ONE]], %[[ZERO]]) : (!llvm.ptr, memref<*xf32>, memref<*xui8>, memref<*xf32>, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> i32
+func.func @max_pool_window(%x: tensor<2x3x8x8xf32>, %dy: tensor<2x3x4x4xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>) {
+  %y, %i = onnx.MaxPool(%x) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>} : (tensor<2x3x8x8xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xui8>)
+  %dx = onnx.MaxPoolGrad(%dy, %i) {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 0, 0>} : (tensor<2x3x4x4xf32>, tensor<2x3x4x4xui8>) -> tensor<2x3x8x8xf32>
+  return %y, %dx : tensor<2x3x4x4xf32>, tensor<2x3x8x8xf32>
+}

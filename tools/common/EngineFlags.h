@@ -84,6 +84,13 @@ struct EngineFlags {
                            "a KiB, MiB or GiB suffix; 0: no limit; default: "
                            "the runtime's, 16 MiB)"),
             llvm::cl::init(""), llvm::cl::cat(cat)),
+        flatPoolIndices(
+            "flat-pool-indices",
+            llvm::cl::desc("Keep MaxPool's Indices as ONNX's flat int64 "
+                           "indices instead of each argmax's position in "
+                           "its window, a byte (comet-compact-pool-indices; "
+                           "the same gradients, 8x the bytes)"),
+            llvm::cl::init(false), llvm::cl::cat(cat)),
         weightsPath("weights",
                     llvm::cl::desc("Initial weights: an ORT checkpoint, or "
                                    "an .onnx file's initializers; default: "
@@ -109,6 +116,7 @@ struct EngineFlags {
   llvm::cl::opt<std::string> memoryBudget;
   llvm::cl::opt<double> assumedSzRatio;
   llvm::cl::opt<std::string> workspaceLimit;
+  llvm::cl::opt<bool> flatPoolIndices;
   llvm::cl::opt<std::string> weightsPath;
   llvm::cl::opt<std::string> dumpIR;
   llvm::cl::opt<bool> fuseOptimizer;
@@ -178,6 +186,7 @@ struct EngineFlags {
     o.assumedSzRatio = assumedSzRatio;
     if (!workspaceLimit.empty())
       o.workspaceLimit = std::max<int64_t>(bytesOf(workspaceLimit), 0);
+    o.compactPoolIndices = !flatPoolIndices;
     o.optimizerPath = optimizerPath;
     o.weightsPath = weightsPath;
     o.dumpLoweredIRPath = dumpIR;

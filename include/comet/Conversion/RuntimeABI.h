@@ -20,7 +20,7 @@
 namespace comet::rtabi {
 
 /// What a parameter or result is (abi.def's kinds).
-enum class Kind { tf32, ti64, ti1, buffer, handle, i64, i32, f32, f64 };
+enum class Kind { tf32, ti64, ti1, tu8, buffer, handle, i64, i32, f32, f64 };
 /// What a function returns.
 enum class Ret { status, handle, none, buffer };
 
@@ -60,7 +60,7 @@ constexpr Kind paramKind(Fn fn, unsigned i) {
 }
 /// Whether a parameter of this kind is a tensor (an unranked memref).
 constexpr bool isTensorKind(Kind k) {
-  return k == Kind::tf32 || k == Kind::ti64 || k == Kind::ti1;
+  return k == Kind::tf32 || k == Kind::ti64 || k == Kind::ti1 || k == Kind::tu8;
 }
 
 struct FnInfo {

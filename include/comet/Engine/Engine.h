@@ -114,6 +114,10 @@ struct EngineOptions {
   /// groups of output channels. The predicted peak counts each ConvGrad's
   /// workspace as the backend reports it under this limit.
   int64_t workspaceLimit = COMET_RT_DEFAULT_WORKSPACE_LIMIT;
+  /// Keep MaxPool's Indices that only MaxPoolGrad reads as each argmax's
+  /// position in its window, a byte (comet-compact-pool-indices), instead
+  /// of flat int64 indices. Exact: the gradients are the same bit for bit.
+  bool compactPoolIndices = true;
   /// Makes every Dropout mask of the training graph an extra result, for
   /// dropoutMasks() (a debugging aid: returned masks are not compressed).
   bool returnDropoutMasks = false;

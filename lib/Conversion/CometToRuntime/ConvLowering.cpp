@@ -1,8 +1,9 @@
 //===- ConvLowering.cpp - Convolution and pooling windows -----------------===//
 //
-// Conv, ConvGrad, MaxPool, AveragePool and AveragePoolGrad: 2-D (NCHW)
-// windows whose attributes become explicit scalars (strides, pads top/left/
-// bottom/right, dilations, group); auto_pad must resolve to explicit pads.
+// Conv, ConvGrad, MaxPool, MaxPoolGrad, AveragePool and AveragePoolGrad:
+// 2-D (NCHW) windows whose attributes become explicit scalars (strides,
+// pads top/left/bottom/right, dilations, group); auto_pad must resolve to
+// explicit pads.
 //
 //===----------------------------------------------------------------------===//
 #include "RuntimeLowering.h"
@@ -78,20 +79,56 @@ struct ConvGradLowering : OpRuntimeLoweringPattern<ConvGradOp> {
   }
 };
 
+/// Whether MaxPool's Indices (or MaxPoolGrad's) are window positions (ui8)
+/// rather than flat indices.
+bool holdsWindowPositions(Value indices) {
+  auto t = dyn_cast<RankedTensorType>(indices.getType());
+  return t && t.getElementType().isUnsignedInteger(8);
+}
+
+/// Appends MaxPool's (or MaxPoolGrad's) kernel and window to `a`; `x` is
+/// the pooling's input (MaxPoolGrad's dX).
+template <typename OpTy>
+LogicalResult maxPoolWindowArgs(OpTy o, RuntimeLowering &rt, Value x,
+                                SmallVectorImpl<Value> &a) {
+  ArrayRef<int64_t> k = o.getKernelShape();
+  if (k.size() != 2)
+    return o.emitError("comet-lower-to-runtime: only 2-D ") << o->getName();
+  a.push_back(rt.i64(k[0]));
+  a.push_back(rt.i64(k[1]));
+  return windowArgs(rt, o, x, o.getPads(), o.getStrides(), o.getDilations(),
+                    o.getAutoPad(), /*group=*/0, a);
+}
+
+/// MaxPool: maxpool2d with flat Indices, maxpool2d_window with window
+/// positions (which do not depend on storage_order).
 struct MaxPoolLowering : OpRuntimeLoweringPattern<MaxPoolOp> {
   LogicalResult lowerOp(MaxPoolOp o, RuntimeLowering &rt) const override {
+    bool positions = holdsWindowPositions(o.getIndices());
     SmallVector<Value> a = {rt.operand(o.getX()), rt.result(o.getY()),
                             rt.result(o.getIndices())};
-    ArrayRef<int64_t> k = o.getKernelShape();
-    if (k.size() != 2)
-      return o.emitError("comet-lower-to-runtime: only 2-D MaxPool");
-    a.push_back(rt.i64(k[0]));
-    a.push_back(rt.i64(k[1]));
-    if (failed(windowArgs(rt, o, o.getX(), o.getPads(), o.getStrides(),
-                          o.getDilations(), o.getAutoPad(), /*group=*/0, a)))
+    if (failed(maxPoolWindowArgs(o, rt, o.getX(), a)))
       return failure();
+    if (positions)
+      return rt.call(Fn::maxpool2d_window, a);
     a.push_back(rt.i64(o.getStorageOrder()));
     return rt.call(Fn::maxpool2d, a);
+  }
+};
+
+/// MaxPoolGrad: maxpool_grad from flat indices; maxpool_grad_window from
+/// window positions, with the window that turns them into the same flat
+/// indices.
+struct MaxPoolGradLowering : OpRuntimeLoweringPattern<MaxPoolGradOp> {
+  LogicalResult lowerOp(MaxPoolGradOp o, RuntimeLowering &rt) const override {
+    SmallVector<Value> a = {rt.operand(o.getDY()), rt.operand(o.getIndices()),
+                            rt.result(o.getDX())};
+    if (!holdsWindowPositions(o.getIndices()))
+      return rt.call(Fn::maxpool_grad, a);
+    if (failed(maxPoolWindowArgs(o, rt, o.getDX(), a)))
+      return failure();
+    a.push_back(rt.i64(o.getStorageOrder()));
+    return rt.call(Fn::maxpool_grad_window, a);
   }
 };
 
@@ -126,7 +163,8 @@ struct AveragePoolLowering : OpRuntimeLoweringPattern<OpTy> {
 } // namespace
 
 void comet::populateConvLoweringPatterns(RuntimeLoweringPatternSet &patterns) {
-  patterns.add<ConvLowering, ConvGradLowering, MaxPoolLowering,
-               AveragePoolLowering<AveragePoolOp, Fn::avgpool2d>,
-               AveragePoolLowering<AveragePoolGradOp, Fn::avgpool_grad2d>>();
+  patterns
+      .add<ConvLowering, ConvGradLowering, MaxPoolLowering, MaxPoolGradLowering,
+           AveragePoolLowering<AveragePoolOp, Fn::avgpool2d>,
+           AveragePoolLowering<AveragePoolGradOp, Fn::avgpool_grad2d>>();
 }

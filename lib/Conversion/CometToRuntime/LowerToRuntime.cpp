@@ -304,6 +304,9 @@ func::CallOp RuntimeLowering::emitCall(Fn fn, ArrayRef<Value> args) {
     case Kind::ti1:
       elt = b.getI1Type();
       break;
+    case Kind::tu8:
+      elt = b.getIntegerType(8, /*isSigned=*/false);
+      break;
     default:
       vals.push_back(v);
       continue;

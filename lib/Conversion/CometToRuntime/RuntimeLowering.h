@@ -207,8 +207,8 @@ void populateRuntimeCallLoweringPatterns(RuntimeLoweringPatternSet &patterns);
 /// Add, Sub, Mul, Div (integer ones folded), Sum, Neg, the comparisons,
 /// Cast, Scale, Identity.
 void populateElementwiseLoweringPatterns(RuntimeLoweringPatternSet &patterns);
-/// Conv, ConvGrad, MaxPool, AveragePool and AveragePoolGrad: 2-D windows
-/// with explicit pads.
+/// Conv, ConvGrad, MaxPool, MaxPoolGrad, AveragePool and AveragePoolGrad:
+/// 2-D windows with explicit pads.
 void populateConvLoweringPatterns(RuntimeLoweringPatternSet &patterns);
 /// BatchNormInternal, BatchNormalization, LayerNormalization.
 void populateNormalizationLoweringPatterns(RuntimeLoweringPatternSet &patterns);

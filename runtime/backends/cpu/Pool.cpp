@@ -1,8 +1,9 @@
 //===- Pool.cpp - Max, average and global average pooling -----------------===//
 //
-// MaxPool with ORT's flat Indices (oneDNN's pooling workspace is an opaque
-// in-window offset, so one direct pass computes values and indices);
-// MaxPoolGrad as an index scatter; GlobalAveragePool; AveragePool and its
+// MaxPool with ORT's flat Indices or with each argmax's position in its
+// window (oneDNN's pooling workspace is an opaque in-window offset, so one
+// direct pass computes values and indices); MaxPoolGrad as an index
+// scatter, from either; GlobalAveragePool; AveragePool and its
 // gradient on oneDNN's pooling (avg_include_padding /
 // avg_exclude_padding).
 //
@@ -17,57 +18,71 @@ using dnnl::memory;
 
 namespace comet::rt::cpu {
 
-int32_t run(comet_rt_context *, const maxpool2d_args &a) {
-  const Tensor &x = a.x, &y = a.y;
-  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
-  int64_t oh = y.dim(2), ow = y.dim(3);
-  int64_t kH = a.kernel_h, kW = a.kernel_w, sH = a.stride_h, sW = a.stride_w,
-          pT = a.pad_top, pL = a.pad_left, dH = a.dilation_h, dW = a.dilation_w,
-          storageOrder = a.storage_order;
-  const float *xd = x.f();
-  float *yd = y.f();
-  int64_t *id = a.indices.present ? a.indices.i64() : nullptr;
+namespace {
+
+/// A 2-D pooling window over planes of h x w giving planes of oh x ow.
+struct MaxWindow {
+  int64_t h, w, oh, ow, kH, kW, sH, sW, pT, pL, dH, dW;
+
+  template <typename A>
+  static MaxWindow of(const A &a, const Tensor &in, const Tensor &out) {
+    return {in.dim(2),  in.dim(3),  out.dim(2),   out.dim(3),
+            a.kernel_h, a.kernel_w, a.stride_h,   a.stride_w,
+            a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w};
+  }
+  /// The flat index into the input (N and C offsets included) of window
+  /// element (ka, kb) of output (p, i, j), as ORT's Indices give it.
+  int64_t flatIndex(int64_t p, int64_t i, int64_t j, int64_t ka, int64_t kb,
+                    int64_t storageOrder) const {
+    int64_t hh = i * sH - pT + ka * dH, ww = j * sW - pL + kb * dW;
+    return storageOrder == 0 ? p * h * w + hh * w + ww
+                             : p * h * w + ww * h + hh;
+  }
+};
+
+/// Max pooling over `planes` planes; store(o, p, i, j, ka, kb) records the
+/// argmax of output o, the window element (ka, kb), or ka < 0 when the
+/// window holds no input element. Ties keep the first in scan order.
+template <typename Store>
+void maxPool(const MaxWindow &g, int64_t planes, const float *x, float *y,
+             Store store) {
 #pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < n * c; ++p) {
-    const float *plane = xd + p * h * w;
-    for (int64_t i = 0; i < oh; ++i)
-      for (int64_t j = 0; j < ow; ++j) {
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *plane = x + p * g.h * g.w;
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j) {
         float best = -std::numeric_limits<float>::infinity();
-        int64_t bh = -1, bw = -1;
-        for (int64_t ka = 0; ka < kH; ++ka) {
-          int64_t hh = i * sH - pT + ka * dH;
-          if (hh < 0 || hh >= h)
+        int64_t ba = -1, bb = -1;
+        for (int64_t ka = 0; ka < g.kH; ++ka) {
+          int64_t hh = i * g.sH - g.pT + ka * g.dH;
+          if (hh < 0 || hh >= g.h)
             continue;
-          for (int64_t kb = 0; kb < kW; ++kb) {
-            int64_t ww = j * sW - pL + kb * dW;
-            if (ww < 0 || ww >= w)
+          for (int64_t kb = 0; kb < g.kW; ++kb) {
+            int64_t ww = j * g.sW - g.pL + kb * g.dW;
+            if (ww < 0 || ww >= g.w)
               continue;
-            float v = plane[hh * w + ww];
-            if (bh < 0 || v > best) {
+            float v = plane[hh * g.w + ww];
+            if (ba < 0 || v > best) {
               best = v;
-              bh = hh;
-              bw = ww;
+              ba = ka;
+              bb = kb;
             }
           }
         }
-        int64_t o = (p * oh + i) * ow + j;
-        yd[o] = best;
-        if (id)
-          id[o] = bh < 0              ? -1
-                  : storageOrder == 0 ? p * h * w + bh * w + bw
-                                      : p * h * w + bw * h + bh;
+        int64_t o = (p * g.oh + i) * g.ow + j;
+        y[o] = best;
+        store(o, p, i, j, ba, bb);
       }
   }
-  return ok();
 }
 
-int32_t run(comet_rt_context *, const maxpool_grad_args &a) {
-  const Tensor &dy = a.dy, &dx = a.dx;
+/// dX = 0, then dX[index(i)] += dY[i] in the order of i. Planes of dY
+/// scatter into disjoint planes of dX when every index stays in its plane;
+/// otherwise serially.
+template <typename Index>
+void scatterGrad(const Tensor &dy, const Tensor &dx, Index index) {
   int64_t total = dx.numel();
-  const int64_t *id = a.indices.i64();
   std::memset(dx.data, 0, sizeof(float) * total);
-  // Planes of dY scatter into disjoint planes of dX when dX and dY share
-  // N*C; otherwise scatter serially.
   const float *g = dy.f();
   float *out = dx.f();
   int64_t planes = dx.rank() >= 2 ? dx.dim(0) * dx.dim(1) : 0;
@@ -76,17 +91,59 @@ int32_t run(comet_rt_context *, const maxpool_grad_args &a) {
   if (byPlane) {
     int64_t inPlane = total / planes, outPlane = dy.numel() / planes;
     for (int64_t i = 0; i < dy.numel() && byPlane; ++i)
-      byPlane = id[i] / std::max<int64_t>(inPlane, 1) == i / outPlane;
+      byPlane = index(i) / std::max<int64_t>(inPlane, 1) == i / outPlane;
     if (byPlane) {
 #pragma omp parallel for schedule(static)
       for (int64_t p = 0; p < planes; ++p)
         for (int64_t i = p * outPlane; i < (p + 1) * outPlane; ++i)
-          out[id[i]] += g[i];
-      return ok();
+          out[index(i)] += g[i];
+      return;
     }
   }
   for (int64_t i = 0; i < dy.numel(); ++i)
-    out[id[i]] += g[i];
+    out[index(i)] += g[i];
+}
+
+} // namespace
+
+int32_t run(comet_rt_context *, const maxpool2d_args &a) {
+  MaxWindow g = MaxWindow::of(a, a.x, a.y);
+  int64_t *id = a.indices.present ? a.indices.i64() : nullptr;
+  int64_t order = a.storage_order;
+  maxPool(
+      g, a.x.dim(0) * a.x.dim(1), a.x.f(), a.y.f(),
+      [&](int64_t o, int64_t p, int64_t i, int64_t j, int64_t ka, int64_t kb) {
+        if (id)
+          id[o] = ka < 0 ? -1 : g.flatIndex(p, i, j, ka, kb, order);
+      });
+  return ok();
+}
+
+int32_t run(comet_rt_context *, const maxpool_grad_args &a) {
+  const int64_t *id = a.indices.i64();
+  scatterGrad(a.dy, a.dx, [id](int64_t i) { return id[i]; });
+  return ok();
+}
+
+int32_t run(comet_rt_context *, const maxpool2d_window_args &a) {
+  MaxWindow g = MaxWindow::of(a, a.x, a.y);
+  uint8_t *pos = a.positions.u8();
+  // Every window holds an input element (checked), so ka >= 0.
+  maxPool(g, a.x.dim(0) * a.x.dim(1), a.x.f(), a.y.f(),
+          [&](int64_t o, int64_t, int64_t, int64_t, int64_t ka, int64_t kb) {
+            pos[o] = uint8_t(ka * g.kW + kb);
+          });
+  return ok();
+}
+
+int32_t run(comet_rt_context *, const maxpool_grad_window_args &a) {
+  MaxWindow g = MaxWindow::of(a, a.dx, a.dy);
+  const uint8_t *pos = a.positions.u8();
+  int64_t order = a.storage_order;
+  scatterGrad(a.dy, a.dx, [&](int64_t o) {
+    int64_t j = o % g.ow, i = (o / g.ow) % g.oh, p = o / (g.ow * g.oh);
+    return g.flatIndex(p, i, j, pos[o] / g.kW, pos[o] % g.kW, order);
+  });
   return ok();
 }
 

@@ -1,9 +1,9 @@
 //===- Pool.cu - Max, average and global average pooling ------------------===//
 //
 // Kernels, not cuDNN's pooling: MaxPool's Indices (ORT's flat indices, both
-// storage orders) have no cuDNN counterpart, and cuDNN pads symmetrically.
-// MaxPoolGrad scatters with atomicAdd; AveragePoolGrad gathers, one thread
-// per input element.
+// storage orders, or window positions) have no cuDNN counterpart, and cuDNN
+// pads symmetrically. MaxPoolGrad scatters with atomicAdd; AveragePoolGrad
+// gathers, one thread per input element.
 //
 //===----------------------------------------------------------------------===//
 #include "Common.cuh"
@@ -15,13 +15,25 @@ struct PoolGeom {
   int64_t h, w, oh, ow, kH, kW, sH, sW, pT, pL, dH, dW;
 };
 
-__global__ void maxpoolK(const float *x, float *y, int64_t *ind, int64_t total,
-                         PoolGeom g, int storageOrder) {
+/// The flat index into X (N and C offsets included) of window element
+/// (a, b) of output (p, i, j), as ORT's Indices give it.
+__device__ int64_t flatIndex(const PoolGeom &g, int64_t p, int64_t i, int64_t j,
+                             int64_t a, int64_t b, int storageOrder) {
+  int64_t hh = i * g.sH - g.pT + a * g.dH, ww = j * g.sW - g.pL + b * g.dW;
+  return storageOrder == 0 ? p * g.h * g.w + hh * g.w + ww
+                           : p * g.h * g.w + ww * g.h + hh;
+}
+
+/// Writes Y and, when given, ORT's flat Indices (ind) or the argmax's
+/// position a * kW + b in its window (pos; every window holds an element of
+/// X: checked).
+__global__ void maxpoolK(const float *x, float *y, int64_t *ind, uint8_t *pos,
+                         int64_t total, PoolGeom g, int storageOrder) {
   GRID_STRIDE(o, total) {
     int64_t j = o % g.ow, i = (o / g.ow) % g.oh, p = o / (g.ow * g.oh);
     const float *plane = x + p * g.h * g.w;
     float best = -INFINITY;
-    int64_t bh = -1, bw = -1;
+    int64_t ba = -1, bb = -1;
     for (int64_t a = 0; a < g.kH; ++a) {
       int64_t hh = i * g.sH - g.pT + a * g.dH;
       if (hh < 0 || hh >= g.h)
@@ -31,18 +43,18 @@ __global__ void maxpoolK(const float *x, float *y, int64_t *ind, int64_t total,
         if (ww < 0 || ww >= g.w)
           continue;
         float v = plane[hh * g.w + ww];
-        if (bh < 0 || v > best) {
+        if (ba < 0 || v > best) {
           best = v;
-          bh = hh;
-          bw = ww;
+          ba = a;
+          bb = b;
         }
       }
     }
     y[o] = best;
     if (ind)
-      ind[o] = bh < 0              ? -1
-               : storageOrder == 0 ? p * g.h * g.w + bh * g.w + bw
-                                   : p * g.h * g.w + bw * g.h + bh;
+      ind[o] = ba < 0 ? -1 : flatIndex(g, p, i, j, ba, bb, storageOrder);
+    if (pos)
+      pos[o] = uint8_t(ba * g.kW + bb);
   }
 }
 
@@ -50,6 +62,19 @@ __global__ void maxpoolK(const float *x, float *y, int64_t *ind, int64_t total,
 __global__ void maxpoolGradK(const float *dy, const int64_t *ind, float *dx,
                              int64_t n) {
   GRID_STRIDE(i, n) atomicAdd(dx + ind[i], dy[i]);
+}
+
+/// dX[flat index of positions[o]] += dY[o] (every position lies in dX:
+/// checked).
+__global__ void maxpoolGradWindowK(const float *dy, const uint8_t *pos,
+                                   float *dx, int64_t n, PoolGeom g,
+                                   int storageOrder) {
+  GRID_STRIDE(o, n) {
+    int64_t j = o % g.ow, i = (o / g.ow) % g.oh, p = o / (g.ow * g.oh);
+    atomicAdd(
+        dx + flatIndex(g, p, i, j, pos[o] / g.kW, pos[o] % g.kW, storageOrder),
+        dy[o]);
+  }
 }
 
 /// One block per (n, c) plane.
@@ -126,9 +151,21 @@ int32_t run(comet_rt_context *ctx, const maxpool2d_args &a) {
                 a.kernel_h, a.kernel_w, a.stride_h,   a.stride_w,
                 a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w};
   maxpoolK<<<gridFor(a.y.numel()), kThreads, 0, streamOf(ctx)>>>(
-      a.x.f(), a.y.f(), a.indices.present ? a.indices.i64() : nullptr,
+      a.x.f(), a.y.f(), a.indices.present ? a.indices.i64() : nullptr, nullptr,
       a.y.numel(), g, static_cast<int>(a.storage_order));
   LAUNCHED("maxpool2d");
+  return ok();
+}
+
+int32_t run(comet_rt_context *ctx, const maxpool2d_window_args &a) {
+  if (a.y.numel() == 0)
+    return ok();
+  PoolGeom g = {a.x.dim(2), a.x.dim(3), a.y.dim(2),   a.y.dim(3),
+                a.kernel_h, a.kernel_w, a.stride_h,   a.stride_w,
+                a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w};
+  maxpoolK<<<gridFor(a.y.numel()), kThreads, 0, streamOf(ctx)>>>(
+      a.x.f(), a.y.f(), nullptr, a.positions.u8(), a.y.numel(), g, 0);
+  LAUNCHED("maxpool2d_window");
   return ok();
 }
 
@@ -139,6 +176,21 @@ int32_t run(comet_rt_context *ctx, const maxpool_grad_args &a) {
     return ok();
   maxpoolGradK<<<gridFor(a.dy.numel()), kThreads, 0, streamOf(ctx)>>>(
       a.dy.f(), a.indices.i64(), a.dx.f(), a.dy.numel());
+  LAUNCHED(op);
+  return ok();
+}
+
+int32_t run(comet_rt_context *ctx, const maxpool_grad_window_args &a) {
+  const char *op = "maxpool_grad_window";
+  COMET_RT_TRY(zeroAsync(ctx, op, a.dx.data, a.dx.bytes()));
+  if (a.dy.numel() == 0)
+    return ok();
+  PoolGeom g = {a.dx.dim(2), a.dx.dim(3), a.dy.dim(2),  a.dy.dim(3),
+                a.kernel_h,  a.kernel_w,  a.stride_h,   a.stride_w,
+                a.pad_top,   a.pad_left,  a.dilation_h, a.dilation_w};
+  maxpoolGradWindowK<<<gridFor(a.dy.numel()), kThreads, 0, streamOf(ctx)>>>(
+      a.dy.f(), a.positions.u8(), a.dx.f(), a.dy.numel(), g,
+      static_cast<int>(a.storage_order));
   LAUNCHED(op);
   return ok();
 }

@@ -90,10 +90,28 @@ func.func @maxpool_no_kernel(%x: tensor<1x3x8x8xf32>) {
 
 // -----
 
-// MaxPoolGrad: the indices are i64.
+// MaxPoolGrad: the indices are i64 (flat) or ui8 (window positions).
 func.func @maxpool_grad_indices(%dy: tensor<1x3x4x4xf32>, %i: tensor<1x3x4x4xi32>) {
-  // expected-error @+1 {{Indices must be a tensor of i64, got 'i32'}}
+  // expected-error @+1 {{Indices must be a tensor of i64 (flat indices) or ui8 (window positions), got 'i32'}}
   %dx = onnx.MaxPoolGrad(%dy, %i) {kernel_shape = array<i64: 2, 2>} : (tensor<1x3x4x4xf32>, tensor<1x3x4x4xi32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+// MaxPool: window positions (ui8 Indices) only where a byte holds them.
+func.func @maxpool_positions_window(%x: tensor<1x3x17x16xf32>) {
+  // expected-error @+1 {{window positions (ui8 Indices) need a window of at most 256 elements, kernel_shape [17, 16] has more}}
+  %y, %i = onnx.MaxPool(%x) {kernel_shape = array<i64: 17, 16>} : (tensor<1x3x17x16xf32>) -> (tensor<1x3x1x1xf32>, tensor<1x3x1x1xui8>)
+  return
+}
+
+// -----
+
+// MaxPoolGrad: the same rule for the positions it reads.
+func.func @maxpool_grad_positions_window(%dy: tensor<1x3x1x1xf32>, %i: tensor<1x3x1x1xui8>) {
+  // expected-error @+1 {{window positions (ui8 Indices) need a window of at most 256 elements, kernel_shape [17, 16] has more}}
+  %dx = onnx.MaxPoolGrad(%dy, %i) {kernel_shape = array<i64: 17, 16>} : (tensor<1x3x1x1xf32>, tensor<1x3x1x1xui8>) -> tensor<*xf32>
   return
 }
 

@@ -565,6 +565,117 @@ TEST(MaxPool, ValuesAndOrtFlatIndices) {
             COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
+TEST(MaxPool, WindowPositionsGiveTheFlatIndicesAndTheSameGradient) {
+  struct Case {
+    std::vector<int64_t> x, y;
+    int64_t kH, kW, sH, sW, pT, pL, pB, pR, dH, dW;
+  } cases[] = {
+      // ResNet's stem pooling: 3x3, stride 2, pad 1.
+      {{2, 3, 12, 10}, {2, 3, 6, 5}, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+      // Asymmetric pads, kernel and stride.
+      {{2, 2, 5, 6}, {2, 2, 3, 3}, 3, 2, 2, 2, 1, 0, 1, 1, 1, 1},
+      // Ceil mode: one more output than floor, its window clipped.
+      {{1, 3, 7, 7}, {1, 3, 4, 4}, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},
+      // Dilations, with padding.
+      {{2, 2, 9, 8}, {2, 2, 5, 4}, 3, 2, 2, 2, 2, 1, 2, 1, 2, 3},
+      // Overlapping windows (stride 1): the gradient accumulates repeats.
+      {{1, 2, 6, 6}, {1, 2, 4, 4}, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
+      // The largest window a byte holds: 16x16 = 256 positions.
+      {{1, 2, 20, 18}, {1, 2, 3, 2}, 16, 16, 2, 2, 0, 0, 0, 0, 1, 1},
+  };
+  uint32_t seed = 300;
+  for (const Case &c : cases)
+    for (int storage = 0; storage < 2; ++storage)
+      for (int ties = 0; ties < 2; ++ties) {
+        SCOPED_TRACE("case " + std::to_string(&c - cases) + " storage " +
+                     std::to_string(storage) + " ties " + std::to_string(ties));
+        F x = randomF(c.x, seed++);
+        if (ties) // few distinct values: ties in most windows
+          for (float &v : x.v)
+            v = std::round(v * 2.0f);
+        F y(c.y), yw(c.y, 7.0f);
+        I ind(c.y);
+        B pos(c.y, 255);
+        ASSERT_RT(dev::maxpool2d(nullptr, &x, &y, &ind, c.kH, c.kW, c.sH, c.sW,
+                                 c.pT, c.pL, c.pB, c.pR, c.dH, c.dW, storage));
+        ASSERT_RT(dev::maxpool2d_window(nullptr, &x, &yw, &pos, c.kH, c.kW,
+                                        c.sH, c.sW, c.pT, c.pL, c.pB, c.pR,
+                                        c.dH, c.dW));
+        EXPECT_EQ(yw.v, y.v);
+        // Each position is the window element the flat index names.
+        int64_t oh = c.y[2], ow = c.y[3], h = c.x[2], w = c.x[3];
+        for (int64_t o = 0; o < y.size(); ++o) {
+          int64_t j = o % ow, i = (o / ow) % oh, p = o / (ow * oh);
+          int64_t a = pos[o] / c.kW, b = pos[o] % c.kW;
+          ASSERT_LT(a, c.kH);
+          int64_t hh = i * c.sH - c.pT + a * c.dH,
+                  ww = j * c.sW - c.pL + b * c.dW;
+          ASSERT_EQ(ind[o], storage == 0 ? (p * h + hh) * w + ww
+                                         : (p * w + ww) * h + hh)
+              << "at " << o;
+        }
+        // The gradients agree bit for bit.
+        F dy = randomF(c.y, seed++), dx(c.x, 5.0f), dxw(c.x, -5.0f);
+        ASSERT_RT(dev::maxpool_grad(nullptr, &dy, &ind, &dx));
+        ASSERT_RT(dev::maxpool_grad_window(nullptr, &dy, &pos, &dxw, c.kH, c.kW,
+                                           c.sH, c.sW, c.pT, c.pL, c.pB, c.pR,
+                                           c.dH, c.dW, storage));
+        EXPECT_EQ(dxw.v, dx.v);
+      }
+}
+
+TEST(MaxPool, WindowPositionsRefuseWhatTheyCannotHold) {
+  F x = randomF({1, 2, 6, 6}, 320);
+  // Positions of one 3x3 window at a time (stride 3): 2x2 outputs.
+  F y({1, 2, 2, 2});
+  B pos({1, 2, 2, 2});
+  ASSERT_RT(dev::maxpool2d_window(nullptr, &x, &y, &pos, 3, 3, 3, 3, 0, 0, 0, 0,
+                                  1, 1));
+  F dy = randomF(y.dims, 321), dx(x.dims);
+  ASSERT_RT(dev::maxpool_grad_window(nullptr, &dy, &pos, &dx, 3, 3, 3, 3, 0, 0,
+                                     0, 0, 1, 1, 0));
+  // A position past the window (3x3 has 9).
+  B bad = pos;
+  bad[1] = 9;
+  F dx2(x.dims, 1.0f);
+  EXPECT_EQ(dev::maxpool_grad_window(nullptr, &dy, &bad, &dx2, 3, 3, 3, 3, 0, 0,
+                                     0, 0, 1, 1, 0),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("position 9 at 1"),
+            std::string::npos)
+      << comet_rt_last_error();
+  EXPECT_EQ(dx2.v, std::vector<float>(x.size(), 1.0f)) << "dX was written";
+  // A position in the padding: pad 1, window (0, 0) of output (0, 0).
+  F yp({1, 2, 3, 3});
+  B posp({1, 2, 3, 3});
+  ASSERT_RT(dev::maxpool2d_window(nullptr, &x, &yp, &posp, 3, 3, 2, 2, 1, 1, 0,
+                                  0, 1, 1));
+  posp[0] = 0;
+  F dyp = randomF(yp.dims, 322);
+  EXPECT_EQ(dev::maxpool_grad_window(nullptr, &dyp, &posp, &dx2, 3, 3, 2, 2, 1,
+                                     1, 0, 0, 1, 1, 0),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  // More positions than a byte holds: 17x16.
+  F xl = randomF({1, 1, 17, 16}, 323), yl({1, 1, 1, 1});
+  B posl({1, 1, 1, 1});
+  EXPECT_EQ(dev::maxpool2d_window(nullptr, &xl, &yl, &posl, 17, 16, 1, 1, 0, 0,
+                                  0, 0, 1, 1),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("272 positions"),
+            std::string::npos)
+      << comet_rt_last_error();
+  // A window wholly in the padding has no argmax (rows -1 and 2 of a
+  // 2-row input: kernel 2, dilation 3, pad 1).
+  F xs = randomF({1, 1, 2, 4}, 324), ys({1, 1, 1, 4});
+  B poss({1, 1, 1, 4});
+  EXPECT_EQ(dev::maxpool2d_window(nullptr, &xs, &ys, &poss, 2, 1, 1, 1, 1, 0, 1,
+                                  0, 3, 1),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("output row 0"),
+            std::string::npos)
+      << comet_rt_last_error();
+}
+
 TEST(Glue, ReluAddExpandScaleGapReduceShapes) {
   F x = randomF({2, 3, 2, 2}, 80), y(x.dims), dy = randomF(x.dims, 81),
     dx(x.dims);

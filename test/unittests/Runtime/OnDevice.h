@@ -133,6 +133,7 @@ namespace dev {
 #define COMET_TEST_ELEM_tf32 4
 #define COMET_TEST_ELEM_ti64 8
 #define COMET_TEST_ELEM_ti1 1
+#define COMET_TEST_ELEM_tu8 1
 #define COMET_TEST_ELEM_buffer 0
 #define COMET_TEST_ELEM_handle 0
 #define COMET_TEST_ELEM_i64 0

@@ -299,6 +299,20 @@ TEST_F(Cuda, PoolingMatchesCpu) {
   RT_OK(_mlir_ciface_comet_rt_maxpool_grad(cpu, dy.c.m(), ind.c.m(), dx.c.m()));
   RT_OK(_mlir_ciface_comet_rt_maxpool_grad(gpu, dy.g.m(), ind.g.m(), dx.g.m()));
   expectSame(dx, 1e-6f, 1e-6f, "maxpool dX");
+  // Window positions: the same Y and the same dX as the flat indices.
+  Pair pos = zeros(yd, 1), yw = zeros(yd), dxw = pair(xd, 5);
+  RT_OK(_mlir_ciface_comet_rt_maxpool2d_window(
+      cpu, x.c.m(), yw.c.m(), pos.c.m(), 3, 3, 2, 2, 1, 1, 1, 1, 1, 1));
+  RT_OK(_mlir_ciface_comet_rt_maxpool2d_window(
+      gpu, x.g.m(), yw.g.m(), pos.g.m(), 3, 3, 2, 2, 1, 1, 1, 1, 1, 1));
+  expectSame(yw, 0, 0, "maxpool2d_window Y");
+  EXPECT_EQ(pos.c.get<uint8_t>(), pos.g.get<uint8_t>());
+  RT_OK(_mlir_ciface_comet_rt_maxpool_grad_window(
+      cpu, dy.c.m(), pos.c.m(), dxw.c.m(), 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0));
+  RT_OK(_mlir_ciface_comet_rt_maxpool_grad_window(
+      gpu, dy.g.m(), pos.g.m(), dxw.g.m(), 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0));
+  expectSame(dxw, 1e-6f, 1e-6f, "maxpool_grad_window dX");
+  EXPECT_EQ(dxw.c.get<float>(), dx.c.get<float>());
   Pair gy = zeros({2, 3, 1, 1});
   RT_OK(_mlir_ciface_comet_rt_global_average_pool(cpu, x.c.m(), gy.c.m()));
   RT_OK(_mlir_ciface_comet_rt_global_average_pool(gpu, x.g.m(), gy.g.m()));

@@ -201,14 +201,36 @@ static LogicalResult verifyPool(Operation *op, Value x, StringRef autoPad,
                           dilations);
 }
 
+/// MaxPool's Indices: ORT's flat indices (i64), or each argmax's position
+/// in its window (ui8, comet-compact-pool-indices) where a byte holds every
+/// position of the window.
+static LogicalResult checkPoolIndices(Operation *op, Value indices,
+                                      ArrayRef<int64_t> kernel) {
+  Type t = elementTypeOf(indices);
+  if (!t || t.isSignlessInteger(64))
+    return success();
+  if (t.isUnsignedInteger(8)) {
+    int64_t positions = 1;
+    for (int64_t k : kernel)
+      if ((positions *= k) > kMaxPoolWindowPositions) // before an overflow
+        return op->emitOpError()
+               << "window positions (ui8 Indices) need a window of at most "
+               << kMaxPoolWindowPositions << " elements, kernel_shape ["
+               << llvm::interleaved(kernel) << "] has more";
+    return success();
+  }
+  return op->emitOpError()
+         << "Indices must be a tensor of i64 (flat indices) or ui8 (window "
+            "positions), got "
+         << t;
+}
+
 LogicalResult MaxPoolOp::verify() {
   if (failed(verifyPool(*this, getX(), getAutoPad(), getKernelShape(),
                         getPads(), getStrides(), getDilations(),
                         getStorageOrder())))
     return failure();
-  if (Type t = elementTypeOf(getIndices()); t && !t.isSignlessInteger(64))
-    return emitOpError() << "Indices must be a tensor of i64, got " << t;
-  return success();
+  return checkPoolIndices(*this, getIndices(), getKernelShape());
 }
 
 LogicalResult MaxPoolGradOp::verify() {
@@ -216,8 +238,8 @@ LogicalResult MaxPoolGradOp::verify() {
                         getPads(), getStrides(), getDilations(),
                         getStorageOrder())))
     return failure();
-  if (Type t = elementTypeOf(getIndices()); t && !t.isSignlessInteger(64))
-    return emitOpError() << "Indices must be a tensor of i64, got " << t;
+  if (failed(checkPoolIndices(*this, getIndices(), getKernelShape())))
+    return failure();
   return checkCompatibleShapes(*this, getDY(), "dY", getIndices(), "Indices");
 }
 

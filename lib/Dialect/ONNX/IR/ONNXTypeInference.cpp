@@ -85,7 +85,11 @@ LogicalResult MaxPoolOp::inferResultTypes(SmallVectorImpl<Type> &types) {
   if (shape)
     ref = ArrayRef<int64_t>(*shape);
   types[0] = tensorOf(ref, elt);
-  types[1] = tensorOf(ref, IntegerType::get(getContext(), 64));
+  // Window positions (comet-compact-pool-indices) stay positions.
+  Type indices = elementTypeOf(getIndices());
+  types[1] = tensorOf(ref, indices && indices.isUnsignedInteger(8)
+                               ? indices
+                               : IntegerType::get(getContext(), 64));
   return success();
 }
 

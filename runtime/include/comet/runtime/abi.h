@@ -37,6 +37,7 @@ typedef struct comet_rt_buffer {
 #define COMET_RT_CTYPE_tf32 comet_rt_memref *
 #define COMET_RT_CTYPE_ti64 comet_rt_memref *
 #define COMET_RT_CTYPE_ti1 comet_rt_memref *
+#define COMET_RT_CTYPE_tu8 comet_rt_memref *
 #define COMET_RT_CTYPE_buffer comet_rt_buffer *
 #define COMET_RT_CTYPE_handle int64_t
 #define COMET_RT_CTYPE_i64 int64_t

@@ -268,6 +268,48 @@ def CometHoistMasks : Pass<"comet-hoist-masks", "mlir::ModuleOp"> {
   ];
 }
 
+def CometCompactPoolIndices
+    : Pass<"comet-compact-pool-indices", "mlir::ModuleOp"> {
+  let summary = "Keep MaxPool's argmax as its position in the window (a byte)";
+  let description = [{
+    MaxPool's Indices are flat int64 indices into its input, and ONNX
+    Runtime's MaxPoolGrad reads them in the backward, so they are live
+    across the step at 8 bytes per output element, raw (no codec applies to
+    them). When the window has at most 256 elements and only MaxPoolGrads
+    with the same window read the Indices (no graph output, no other
+    reader), this pass retypes them from i64 to ui8: each argmax is then
+    kept as its position in the window, `a * kW + b`, a byte. The window
+    turns a position back into the flat index the forward would have given,
+    so MaxPoolGrad's dX is the same, bit for bit. The ActivationLiveness
+    analysis sizes the Indices from their type, so the memory report, the
+    predicted peak and the frees follow; the lowering picks the runtime
+    entries from it (`maxpool2d_window`, `maxpool_grad_window`).
+
+    Run it after `--comet-specialize-shapes`.
+
+    Input:
+    ```mlir
+    %y, %i = onnx.MaxPool(%x) {kernel_shape = array<i64: 3, 3>, ...}
+        : (tensor<64x64x112x112xf32>) -> (tensor<64x64x56x56xf32>,
+                                          tensor<64x64x56x56xi64>)
+    ...
+    %dx = onnx.MaxPoolGrad(%dy, %i) {kernel_shape = array<i64: 3, 3>, ...}
+    ```
+    Output:
+    ```mlir
+    %y, %i = onnx.MaxPool(%x) {kernel_shape = array<i64: 3, 3>, ...}
+        : (tensor<64x64x112x112xf32>) -> (tensor<64x64x56x56xf32>,
+                                          tensor<64x64x56x56xui8>)
+    ...
+    %dx = onnx.MaxPoolGrad(%dy, %i) {kernel_shape = array<i64: 3, 3>, ...}
+    ```
+  }];
+  let statistics = [
+    Statistic<"numCompacted", "compacted",
+              "MaxPool Indices kept as window positions">,
+  ];
+}
+
 def CometCompressActivations
     : Pass<"comet-compress-activations", "mlir::ModuleOp"> {
   let summary = "Keep long-lived activations in compressed form";

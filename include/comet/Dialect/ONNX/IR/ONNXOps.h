@@ -42,6 +42,10 @@ enum class WeightGradForm {
   BatchNorm,
 };
 
+/// The most positions a MaxPool window may have for its Indices to be kept
+/// as positions in the window (ui8): what a byte holds.
+constexpr int64_t kMaxPoolWindowPositions = 256;
+
 /// Result 0 may take operand 0's buffer when operand 0 dies at the op (dX
 /// written over dY): the runtime functions the op lowers to accept the
 /// aliasing (comet/runtime/abi.def). ActivationLiveness decides where it

@@ -115,7 +115,12 @@ def ONNX_LeakyReluOp : ONNX_Op<"LeakyRelu", "", "X >= 0 ? X : alpha * X",
 def ONNX_MaxPoolOp : ONNX_Op<"MaxPool", "", "N-d max pooling", [Pure]> {
   let description = [{
     The optional second result holds the flat index of each maximum, which
-    `onnx.MaxPoolGrad` reads.
+    `onnx.MaxPoolGrad` reads: i64 as in ONNX. As a COMET extension, a ui8
+    Indices holds instead each maximum's position in its window,
+    `a * kW + b` for window element (a, b) (row-major over kernel_shape),
+    allowed when the window has at most 256 elements;
+    `--comet-compact-pool-indices` makes it so where only MaxPoolGrad reads
+    the indices.
   }];
   let arguments = !con((ins ONNX_Tensor:$X), MaxPoolAttrs);
   let results = (outs ONNX_Tensor:$Y, ONNX_OptTensor:$Indices);
@@ -403,11 +408,14 @@ def ONNX_SizeOp : ONNX_Op<"Size", "", "The element count as an i64 scalar",
 def ONNX_MaxPoolGradOp : ONNX_Op<"MaxPoolGrad", "",
     "Gradient of MaxPool: scatter dY to the argmax indices",
     [Pure, DeclareOpInterfaceMethods<ONNX_SavedActivationOpInterface>]> {
+  let description = [{
+    Indices are MaxPool's: flat indices (i64), or window positions (ui8),
+    which the window attributes, the forward's, turn back into the same
+    flat indices.
+  }];
   let arguments = !con((ins ONNX_Tensor:$dY, ONNX_Tensor:$Indices), MaxPoolAttrs);
   let results = (outs ONNX_Tensor:$dX);
   let hasVerifier = 1;
-  let runtimeCall = "maxpool_grad";
-  let runtimeCallAttrs = [];
 }
 
 //===----------------------------------------------------------------------===//
