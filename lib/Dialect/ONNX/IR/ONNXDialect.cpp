@@ -147,10 +147,11 @@ std::optional<SmallVector<int64_t>> intsOf(Attribute attr) {
   if (!type || !type.hasStaticShape() || !type.getElementType().isInteger())
     return std::nullopt;
   unsigned width = type.getElementType().getIntOrFloatBitWidth();
+  bool zext = width == 1 || type.getElementType().isUnsignedInteger();
   SmallVector<int64_t> out;
   if (auto dense = dyn_cast<DenseIntElementsAttr>(attr)) {
     for (const APInt &x : dense.getValues<APInt>())
-      out.push_back(width == 1 ? int64_t(x.getZExtValue()) : x.getSExtValue());
+      out.push_back(zext ? int64_t(x.getZExtValue()) : x.getSExtValue());
     return out;
   }
   auto res = dyn_cast<DenseResourceElementsAttr>(attr);
@@ -174,9 +175,9 @@ std::optional<SmallVector<int64_t>> intsOf(Attribute attr) {
     } else if (width == 32) {
       int32_t x;
       std::memcpy(&x, p, 4);
-      out.push_back(x);
+      out.push_back(zext ? int64_t(uint32_t(x)) : x);
     } else if (width == 8) {
-      out.push_back(int8_t(*p));
+      out.push_back(zext ? int64_t(uint8_t(*p)) : int64_t(int8_t(*p)));
     } else {
       out.push_back(*p != 0);
     }
@@ -268,7 +269,9 @@ std::optional<int64_t> arithmetic(Operation *op, int64_t x, int64_t y) {
 std::optional<std::pair<SmallVector<int64_t>, SmallVector<int64_t>>>
 staticConstant(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape() || t.getNumElements() > kMaxFoldedElements)
+  // Checked first: getConstantInts of float data would walk its producers.
+  if (!t || !t.hasStaticShape() || !t.getElementType().isInteger() ||
+      t.getNumElements() > kMaxFoldedElements)
     return std::nullopt;
   auto x = getConstantInts(v);
   if (!x || int64_t(x->size()) != t.getNumElements())
