@@ -327,6 +327,15 @@ def failure_reason(run: dict, log: pathlib.Path, mem_gib: float, timeout: float)
     return line or f"exit status {run['rc']}"
 
 
+def reported_reason(reason: str, run: dict, mem_gib: float) -> str:
+    """A failure the export process reports itself (generate_artifacts'
+    MemoryError), with out of memory under the cap said as failure_reason
+    says it at the other stages."""
+    if OOM.search(reason):
+        return f"out of memory (cap {mem_gib:g} GiB, peak RSS {run['peak_rss_mib']} MiB)"
+    return reason
+
+
 def error_line(text: str) -> str:
     """The first line that reports an error, else the last non-empty line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -427,6 +436,7 @@ def sweep_one(name: str, a, tools: dict, prog: Progress, skip_reason: str | None
                    reason=failure_reason(run, log, a.mem_gib, a.timeout_export))
         return rec
     if not rec["exported"]:
+        rec["reason"] = reported_reason(rec.get("reason", ""), run, a.mem_gib)
         return rec
 
     # Stage 2: import.

@@ -118,6 +118,14 @@ def test_error_lines():
     assert zoo.error_line("one\nlast line\n") == "last line"
 
 
+def test_reported_oom():
+    run = {"peak_rss_mib": 8474}
+    assert (zoo.reported_reason("generate_artifacts: MemoryError: std::bad_alloc", run, 10)
+            == "out of memory (cap 10 GiB, peak RSS 8474 MiB)")
+    assert zoo.reported_reason("generate_artifacts: RuntimeError: x", run, 10) == \
+        "generate_artifacts: RuntimeError: x"
+
+
 def test_limits(tmp_path):
     log = tmp_path / "log"
     run = zoo.run_limited(["sleep", "30"], log, timeout=1, mem_bytes=None)
