@@ -118,3 +118,16 @@ func.func @expand_target(%cls: tensor<1x1x8xf32>) -> tensor<2x1x8xf32> {
   %e = onnx.Expand(%cls, %shape) : (tensor<1x1x8xf32>, tensor<3xi64>) -> tensor<2x1x8xf32>
   return %e : tensor<2x1x8xf32>
 }
+
+// -----
+
+// A Mod of constants by zero does not fold: mod_i64 reports the zero
+// divisor when the step runs.
+// CHECK-LABEL: func.func @mod_by_zero(
+// CHECK: call @comet_rt_mod_i64(
+func.func @mod_by_zero() -> tensor<i64> {
+  %four = onnx.Constant {value = dense<4> : tensor<i64>} : tensor<i64>
+  %zero = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %r = onnx.Mod(%four, %zero) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %r : tensor<i64>
+}

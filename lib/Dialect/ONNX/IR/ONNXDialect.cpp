@@ -213,7 +213,7 @@ foldBroadcast(ValueRange operands,
   }
   int64_t n = 1;
   for (int64_t d : shape)
-    if ((n *= d) > kMaxFoldedElements)
+    if (d > kMaxFoldedElements || (n *= d) > kMaxFoldedElements)
       return std::nullopt;
   // Each operand's strides over the result (0 along a broadcast dim).
   int64_t rank = shape.size();
@@ -448,7 +448,7 @@ std::optional<SmallVector<int64_t>> comet::onnx::getConstantInts(Value v) {
       return std::nullopt;
     int64_t n = 1;
     for (int64_t d : *dims)
-      if (d < 0 || (n *= d) > kMaxFoldedElements)
+      if (d < 0 || d > kMaxFoldedElements || (n *= d) > kMaxFoldedElements)
         return std::nullopt;
     return SmallVector<int64_t>(n, (*fill)[0]);
   }
