@@ -22,6 +22,7 @@ models it already holds) and, with --docs, into the generated section of
 docs/models.md.
 
   python -m comet.zoo [--out out/zoo] [--only a,b] [--skip a,b] [--docs docs/models.md]
+  python -m comet.zoo --redo a,b ...   # sweep a and b again, then any not swept yet
   python -m comet.zoo --table out/zoo/zoo.json --docs docs/models.md   # the table only
 
 Steps 1 runs in the export environment (.venv-export: torch 1.13,
@@ -326,6 +327,15 @@ def failure_reason(run: dict, log: pathlib.Path, mem_gib: float, timeout: float)
     return line or f"exit status {run['rc']}"
 
 
+def reported_reason(reason: str, run: dict, mem_gib: float) -> str:
+    """A failure the export process reports itself (generate_artifacts'
+    MemoryError), with out of memory under the cap said as failure_reason
+    says it at the other stages."""
+    if OOM.search(reason):
+        return f"out of memory (cap {mem_gib:g} GiB, peak RSS {run['peak_rss_mib']} MiB)"
+    return reason
+
+
 def error_line(text: str) -> str:
     """The first line that reports an error, else the last non-empty line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -426,6 +436,7 @@ def sweep_one(name: str, a, tools: dict, prog: Progress, skip_reason: str | None
                    reason=failure_reason(run, log, a.mem_gib, a.timeout_export))
         return rec
     if not rec["exported"]:
+        rec["reason"] = reported_reason(rec.get("reason", ""), run, a.mem_gib)
         return rec
 
     # Stage 2: import.
@@ -671,6 +682,9 @@ def main(argv=None) -> int:
                    help="the export environment's python (default: this one)")
     p.add_argument("--resume", action="store_true",
                    help="keep the models OUT/zoo.json already has")
+    p.add_argument("--redo", default="",
+                   help="comma list of models to sweep again, before any not swept yet "
+                        "(implies --resume: the others stay as OUT/zoo.json has them)")
     p.add_argument("--keep", action="store_true",
                    help="keep each model's ONNX files and checkpoint (default: delete them)")
     p.add_argument("--docs", help="write the table into this Markdown file (docs/models.md)")
@@ -707,17 +721,30 @@ def main(argv=None) -> int:
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     jpath = out / "zoo.json"
-    cmd = "python -m comet.zoo" + "".join(
-        f" {shlex.quote(x)}" for x in (argv if argv is not None else sys.argv[1:])
-        if x not in ("--resume", "--keep"))
+    redo = [n.strip() for n in a.redo.split(",") if n.strip()]
+    bad = [n for n in redo if n not in names]
+    if bad:
+        p.error(f"--redo: model(s) {bad} are not among those swept: {names}")
+    # The command that gives these results in one run: without the options
+    # that only say how this run continues an earlier one.
+    args, shown = list(argv if argv is not None else sys.argv[1:]), []
+    while args:
+        x = args.pop(0)
+        if x == "--redo":
+            args = args[1:]
+        elif not (x in ("--resume", "--keep") or x.startswith("--redo=")):
+            shown.append(x)
+    cmd = "python -m comet.zoo" + "".join(f" {shlex.quote(x)}" for x in shown)
     results = {"meta": {}, "models": {}}
-    if a.resume and jpath.exists():
+    if (a.resume or redo) and jpath.exists():
         results = json.loads(jpath.read_text())
+    for n in redo:
+        results["models"].pop(n, None)
     results["meta"] = {"command": cmd, "versions": versions(a.python), "sizes": a.sizes,
                        "listed": names, "mem_gib": a.mem_gib, "batch": BATCH, "steps": STEPS,
                        "timeouts": {"export": a.timeout_export, "import": a.timeout_import,
                                     "train": a.timeout_train}}
-    todo = [n for n in names if n not in results["models"]]
+    todo = redo + [n for n in names if n not in results["models"] and n not in redo]
     prog = Progress(len(todo))
     try:
         for name in todo:

@@ -118,6 +118,14 @@ def test_error_lines():
     assert zoo.error_line("one\nlast line\n") == "last line"
 
 
+def test_reported_oom():
+    run = {"peak_rss_mib": 8474}
+    assert (zoo.reported_reason("generate_artifacts: MemoryError: std::bad_alloc", run, 10)
+            == "out of memory (cap 10 GiB, peak RSS 8474 MiB)")
+    assert zoo.reported_reason("generate_artifacts: RuntimeError: x", run, 10) == \
+        "generate_artifacts: RuntimeError: x"
+
+
 def test_limits(tmp_path):
     log = tmp_path / "log"
     run = zoo.run_limited(["sleep", "30"], log, timeout=1, mem_bytes=None)
@@ -170,3 +178,20 @@ def test_sweep(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads((tmp_path / "zoo2" / "zoo.json").read_text())["models"]["squeezenet1_1"]
     assert (r["stage"], r["reason"], r["exported"]) == ("export", "timeout (1 s)", False)
+
+    # --redo sweeps the named models again and keeps the others' rows; the
+    # command recorded is the one that gives the results in one run.
+    stale = dict(r, reason="stale")
+    kept = {"model": "resnet18", "exported": True, "imports": True, "trains": True}
+    (tmp_path / "zoo2" / "zoo.json").write_text(json.dumps(
+        {"meta": {}, "models": {"squeezenet1_1": stale, "resnet18": kept}}))
+    p = subprocess.run([str(EXPORT_PY), "-m", "comet.zoo", "--out", str(tmp_path / "zoo2"),
+                        "--only", "squeezenet1_1,resnet18", "--redo", "squeezenet1_1",
+                        "--timeout-export", "1"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads((tmp_path / "zoo2" / "zoo.json").read_text())
+    assert res["models"]["squeezenet1_1"]["reason"] == "timeout (1 s)"
+    assert res["models"]["resnet18"] == kept
+    assert res["meta"]["command"] == ("python -m comet.zoo --out " + str(tmp_path / "zoo2") +
+                                      " --only squeezenet1_1,resnet18 --timeout-export 1")

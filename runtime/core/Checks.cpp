@@ -558,6 +558,14 @@ int32_t fitsInt64(Call &c, const Tensor &x) {
   return COMET_RT_SUCCESS;
 }
 
+int32_t nonzeroDivisor(Call &c, const Tensor &b) {
+  const int64_t *p = b.hostAs<int64_t>();
+  for (int64_t i = 0; i < b.numel(); ++i)
+    if (p[i] == 0)
+      return c.fail(b.name, " is 0 at ", i, ": an integer mod by zero");
+  return COMET_RT_SUCCESS;
+}
+
 int32_t gatherShape(Call &c, const Tensor &data, const Tensor &indices,
                     const Tensor &y, int64_t axis) {
   int64_t r = data.rank(), a = normAxis(axis, r);

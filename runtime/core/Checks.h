@@ -124,6 +124,8 @@ int32_t sliceGradShape(Call &c, const Tensor &dy, const Tensor &shape,
                        const Tensor &dx);
 /// Every element is finite and fits in int64 (SCAN).
 int32_t fitsInt64(Call &c, const Tensor &x);
+/// No element of the i64 divisor b is 0 (SCAN).
+int32_t nonzeroDivisor(Call &c, const Tensor &b);
 /// Gather of data along axis at indices (SCAN, each in [-n, n)) gives Y.
 int32_t gatherShape(Call &c, const Tensor &data, const Tensor &indices,
                     const Tensor &y, int64_t axis);

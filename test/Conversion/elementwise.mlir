@@ -73,3 +73,61 @@ func.func @scale_int(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %y = onnx.Scale(%x, %n) {scale_down = 1 : i64} : (tensor<2x3xf32>, tensor<i64>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// -----
+
+// Mod of i64 tensors the graph computes is mod_i64 with its fmod; a Mod of
+// constants (Swin's window padding: (7 - 4 % 7) % 7 = 3, broadcast over
+// [4, -3]: fmod 0 takes the divisor's sign, so [3 mod 4, 3 mod -3] =
+// [3, 0]) folds to a constant.
+// CHECK-DAG: memref.global "private" constant @[[P:__comet_const_[0-9]+]] : memref<2xi64> = dense<[3, 0]>
+// CHECK-LABEL: func.func @mod_i64(
+// CHECK: %[[F:.*]] = arith.constant 1 : i64
+// CHECK: call @comet_rt_mod_i64(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %[[F]]) : (!llvm.ptr, memref<*xi64>, memref<*xi64>, memref<*xi64>, i64) -> i32
+// CHECK-NOT: call @comet_rt_mod_i64
+// CHECK: memref.get_global @[[P]] : memref<2xi64>
+// CHECK-NOT: call @comet_rt_mod_i64
+func.func @mod_i64(%a: tensor<2x3xi64>, %b: tensor<3xi64>) -> (tensor<2x3xi64>, tensor<2xi64>) {
+  %m = onnx.Mod(%a, %b) {fmod = 1 : i64} : (tensor<2x3xi64>, tensor<3xi64>) -> tensor<2x3xi64>
+  %win = onnx.Constant {value = dense<7> : tensor<i64>} : tensor<i64>
+  %four = onnx.Constant {value = dense<4> : tensor<i64>} : tensor<i64>
+  %r = onnx.Mod(%four, %win) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %s = onnx.Sub(%win, %r) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %p = onnx.Mod(%s, %win) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %d = onnx.Constant {value = dense<[4, -3]> : tensor<2xi64>} : tensor<2xi64>
+  %q = onnx.Mod(%p, %d) : (tensor<i64>, tensor<2xi64>) -> tensor<2xi64>
+  return %m, %q : tensor<2x3xi64>, tensor<2xi64>
+}
+
+// -----
+
+// ViT's expand target: Equal and Where of i64 constants fold to constants
+// (the runtime compares and selects only f32), Expand gets [2, 1, 8].
+// CHECK-DAG: memref.global "private" constant @[[T:__comet_const_[0-9]+]] : memref<3xi64> = dense<[2, 1, 1]>
+// CHECK-DAG: memref.global "private" constant @[[E:__comet_const_[0-9]+]] : memref<3xi1> = dense<[false, true, true]>
+// CHECK-LABEL: func.func @expand_target(
+// CHECK-NOT: call @comet_rt_compare
+// CHECK-NOT: call @comet_rt_where
+// CHECK: call @comet_rt_expand(
+func.func @expand_target(%cls: tensor<1x1x8xf32>) -> tensor<2x1x8xf32> {
+  %target = onnx.Constant {value = dense<[2, -1, -1]> : tensor<3xi64>} : tensor<3xi64>
+  %neg = onnx.Constant {value = dense<-1> : tensor<3xi64>} : tensor<3xi64>
+  %ones = onnx.Constant {value = dense<1> : tensor<3xi64>} : tensor<3xi64>
+  %eq = onnx.Equal(%target, %neg) : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi1>
+  %shape = onnx.Where(%eq, %ones, %target) : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %e = onnx.Expand(%cls, %shape) : (tensor<1x1x8xf32>, tensor<3xi64>) -> tensor<2x1x8xf32>
+  return %e : tensor<2x1x8xf32>
+}
+
+// -----
+
+// A Mod of constants by zero does not fold: mod_i64 reports the zero
+// divisor when the step runs.
+// CHECK-LABEL: func.func @mod_by_zero(
+// CHECK: call @comet_rt_mod_i64(
+func.func @mod_by_zero() -> tensor<i64> {
+  %four = onnx.Constant {value = dense<4> : tensor<i64>} : tensor<i64>
+  %zero = onnx.Constant {value = dense<0> : tensor<i64>} : tensor<i64>
+  %r = onnx.Mod(%four, %zero) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %r : tensor<i64>
+}

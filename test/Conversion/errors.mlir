@@ -125,3 +125,12 @@ func.func @where_i64(%c: tensor<4xi1>, %a: tensor<4xi64>, %b: tensor<4xi64>) -> 
   %w = onnx.Where(%c, %a, %b) : (tensor<4xi1>, tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
   return %w : tensor<4xi64>
 }
+
+// -----
+
+// The runtime has no float Mod.
+func.func @mod_f32(%x: tensor<2x8xf32>, %y: tensor<f32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{Mod of 'tensor<2x8xf32>' is not supported (i64)}}
+  %r = onnx.Mod(%x, %y) {fmod = 1 : i64} : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  return %r : tensor<2x8xf32>
+}

@@ -3,7 +3,8 @@
 // The elementwise ops whose lowering is more than one call in abi.def's
 // order: integer arithmetic (shape arithmetic, folded once shapes are
 // static), Sum as pairwise adds, Neg as a Scale by -1, the comparisons with
-// their predicate, Cast by element types, Scale with an integer factor.
+// their predicate, Cast by element types, Scale with an integer factor,
+// i64 Mod.
 // Elementwise ops of one call declare it in ODS (`runtimeCall`).
 //
 //===----------------------------------------------------------------------===//
@@ -28,6 +29,18 @@ struct ArithmeticLowering : OpRuntimeLoweringPattern<OpTy> {
       return rt.foldI64(o);
     return rt.call(
         fn, {rt.operand(o.getA()), rt.operand(o.getB()), rt.result(o.getC())});
+  }
+};
+
+/// Mod of i64 tensors (constant ones have folded): mod_i64. The runtime
+/// has no float Mod.
+struct ModLowering : OpRuntimeLoweringPattern<ModOp> {
+  LogicalResult lowerOp(ModOp o, RuntimeLowering &rt) const override {
+    if (!getElementTypeOrSelf(o.getC().getType()).isInteger(64))
+      return o.emitError("comet-lower-to-runtime: Mod of ")
+             << o.getC().getType() << " is not supported (i64)";
+    return rt.call(Fn::mod_i64, {rt.operand(o.getA()), rt.operand(o.getB()),
+                                 rt.result(o.getC()), rt.i64(o.getFmod())});
   }
 };
 
@@ -145,12 +158,12 @@ struct IdentityLowering : OpRuntimeLoweringPattern<IdentityOp> {
 
 void comet::populateElementwiseLoweringPatterns(
     RuntimeLoweringPatternSet &patterns) {
-  patterns.add<ArithmeticLowering<AddOp, Fn::add>,
-               ArithmeticLowering<SubOp, Fn::sub>,
-               ArithmeticLowering<MulOp, Fn::mul>,
-               ArithmeticLowering<DivOp, Fn::div>, SumLowering, NegLowering,
-               CompareLowering<GreaterOrEqualOp, COMET_RT_COMPARE_GE>,
-               CompareLowering<LessOrEqualOp, COMET_RT_COMPARE_LE>,
-               CompareLowering<EqualOp, COMET_RT_COMPARE_EQ>, CastLowering,
-               ScaleLowering, IdentityLowering>();
+  patterns.add<
+      ArithmeticLowering<AddOp, Fn::add>, ArithmeticLowering<SubOp, Fn::sub>,
+      ArithmeticLowering<MulOp, Fn::mul>, ArithmeticLowering<DivOp, Fn::div>,
+      ModLowering, SumLowering, NegLowering,
+      CompareLowering<GreaterOrEqualOp, COMET_RT_COMPARE_GE>,
+      CompareLowering<LessOrEqualOp, COMET_RT_COMPARE_LE>,
+      CompareLowering<EqualOp, COMET_RT_COMPARE_EQ>, CastLowering,
+      ScaleLowering, IdentityLowering>();
 }

@@ -345,11 +345,30 @@ LogicalResult RuntimeLowering::foldI64(Operation *op) {
   auto v = onnx::getConstantInts(op->getResult(0));
   if (!v)
     return op->emitError("comet-lower-to-runtime: integer ")
-           << op->getName() << " is only supported on one-element constants";
-  return materializeConstant(
-      op->getResult(0),
-      DenseElementsAttr::get(cast<ShapedType>(op->getResult(0).getType()),
-                             ArrayRef<int64_t>(*v)));
+           << op->getName() << " is only supported on constants";
+  auto t = cast<ShapedType>(op->getResult(0).getType());
+  if (t.getElementType().isInteger(1)) {
+    SmallVector<bool> bits(v->begin(), v->end());
+    return materializeConstant(op->getResult(0),
+                               DenseElementsAttr::get(t, ArrayRef<bool>(bits)));
+  }
+  return materializeConstant(op->getResult(0),
+                             DenseElementsAttr::get(t, ArrayRef<int64_t>(*v)));
+}
+
+/// Whether op computes integer shape arithmetic that folds: one i64 or
+/// bool result whose values onnx::getConstantInts knows. Initializers and
+/// Constants keep their own lowering.
+static bool foldsToIntegerConstant(Operation *op) {
+  if (op->getNumResults() != 1 ||
+      isa<onnx::InitializerOp, onnx::ConstantOp>(op))
+    return false;
+  auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!t || !t.hasStaticShape() ||
+      !(t.getElementType().isInteger(64) || t.getElementType().isInteger(1)))
+    return false;
+  auto v = onnx::getConstantInts(op->getResult(0));
+  return v && int64_t(v->size()) == t.getNumElements();
 }
 
 LogicalResult RuntimeLowering::emitObserves(Operation *op) {
@@ -374,6 +393,10 @@ LogicalResult RuntimeLowering::emitObserves(Operation *op) {
 }
 
 LogicalResult RuntimeLowering::lower(Operation *op) {
+  // Shape arithmetic is a constant once shapes are static, whichever ops
+  // compute it (ViT's expand target: Equal and Where of i64 constants).
+  if (foldsToIntegerConstant(op))
+    return foldI64(op);
   const RuntimeLoweringPattern *pattern = patterns.lookup(op);
   if (!pattern)
     return op->emitError("comet-lower-to-runtime: no runtime lowering for ")

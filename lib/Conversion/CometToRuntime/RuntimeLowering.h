@@ -87,8 +87,8 @@ public:
   /// `result`'s buffer holding `data` (kept in a private global).
   mlir::LogicalResult materializeConstant(mlir::Value result,
                                           mlir::DenseElementsAttr data);
-  /// An i64 result that getConstantInts knows (shape arithmetic, static
-  /// after specialization) as a constant.
+  /// An i64 or bool result that getConstantInts knows (shape arithmetic,
+  /// static after specialization) as a constant.
   mlir::LogicalResult foldI64(mlir::Operation *op);
 
   /// Emits a call to the runtime function fn with the context and args,

@@ -1,8 +1,8 @@
 //===- Binary.cpp - Broadcasting elementwise ops --------------------------===//
 //
-// Add, Sub, Mul, Div, Pow (oneDNN eltwise pow for a scalar exponent),
-// comparisons, And, Where and Expand: OpenMP loops over Y, each input read
-// through its broadcast strides (0 along broadcast dims).
+// Add, Sub, Mul, Div, i64 Mod, Pow (oneDNN eltwise pow for a scalar
+// exponent), comparisons, And, Where and Expand: OpenMP loops over Y, each
+// input read through its broadcast strides (0 along broadcast dims).
 //
 //===----------------------------------------------------------------------===//
 #include "Dnnl.h"
@@ -72,6 +72,14 @@ int32_t run(comet_rt_context *, const mul_args &a) {
 
 int32_t run(comet_rt_context *, const div_args &a) {
   return binary(a.a, a.b, a.y, [](float x, float z) { return x / z; });
+}
+
+int32_t run(comet_rt_context *, const mod_i64_args &a) {
+  // The contract has refused a zero divisor.
+  int64_t fmod = a.fmod;
+  return binary<int64_t, int64_t, int64_t>(
+      a.a, a.b, a.y,
+      [fmod](int64_t x, int64_t z) { return comet_rt_mod_i64(x, z, fmod); });
 }
 
 int32_t run(comet_rt_context *ctx, const pow_args &a) {

@@ -1,7 +1,7 @@
 //===- Binary.cu - Broadcasting elementwise ops ---------------------------===//
 //
-// Add, Sub, Mul, Div, Pow, comparisons, And, Where and Expand: one thread
-// per output element, each input read through its broadcast strides
+// Add, Sub, Mul, Div, i64 Mod, Pow, comparisons, And, Where and Expand: one
+// thread per output element, each input read through its broadcast strides
 // (numpy, up to rank 8).
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +21,12 @@ struct Mul {
 };
 struct Div {
   __device__ float operator()(float x, float z) const { return x / z; }
+};
+struct ModI64 {
+  int64_t fmod;
+  __device__ int64_t operator()(int64_t x, int64_t z) const {
+    return comet_rt_mod_i64(x, z, fmod);
+  }
 };
 struct Pow {
   __device__ float operator()(float x, float z) const { return powf(x, z); }
@@ -83,6 +89,11 @@ int32_t run(comet_rt_context *ctx, const mul_args &a) {
 }
 int32_t run(comet_rt_context *ctx, const div_args &a) {
   return binary(ctx, "div", a.a, a.b, a.y, Div{});
+}
+int32_t run(comet_rt_context *ctx, const mod_i64_args &a) {
+  // The contract has refused a zero divisor (on a host copy of B).
+  return binary<int64_t, int64_t, int64_t>(ctx, "mod_i64", a.a, a.b, a.y,
+                                           ModI64{a.fmod});
 }
 int32_t run(comet_rt_context *ctx, const pow_args &a) {
   return binary(ctx, "pow", a.a, a.b, a.y, Pow{});

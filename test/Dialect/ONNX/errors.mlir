@@ -1026,3 +1026,39 @@ func.func @leaky_relu_grad_shape(%dy: tensor<2x4xf32>, %y: tensor<2x5xf32>) {
   %dx = onnx.LeakyReluGrad(%dy, %y) : (tensor<2x4xf32>, tensor<2x5xf32>) -> tensor<2x4xf32>
   return
 }
+
+// -----
+
+// Mod: ONNX defines a float Mod only as fmod.
+func.func @mod_float_fmod0(%x: tensor<4xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{fmod must be 1 for 'f32' operands (ONNX defines float Mod as fmod)}}
+  %z = onnx.Mod(%x, %y) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Mod: fmod is 0 or 1.
+func.func @mod_fmod(%x: tensor<4xi64>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{fmod must be 0 or 1, got 2}}
+  %z = onnx.Mod(%x, %y) {fmod = 2 : i64} : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// Mod: not of bools.
+func.func @mod_bool(%x: tensor<4xi1>, %y: tensor<4xi1>) {
+  // expected-error @+1 {{A must have an integer or float element type, got 'i1'}}
+  %z = onnx.Mod(%x, %y) : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+// Mod: the operands broadcast and have one element type.
+func.func @mod_broadcast(%x: tensor<2x8xi64>, %y: tensor<3xi64>) {
+  // expected-error @+1 {{operands 'tensor<2x8xi64>' and 'tensor<3xi64>' do not broadcast}}
+  %z = onnx.Mod(%x, %y) : (tensor<2x8xi64>, tensor<3xi64>) -> tensor<2x8xi64>
+  return
+}

@@ -200,3 +200,17 @@ func.func @gpt_ops(%qkv: tensor<?x32x192xf32>, %mask: tensor<1x1x32x32xf32>, %at
   %r = onnx.Reciprocal(%d) : (tensor<f32>) -> tensor<f32>
   return %dm, %pos, %r : tensor<?x4x32x32xf32>, tensor<?xi64>, tensor<f32>
 }
+
+// Mod as torch exports it: `%` of integer shape values (fmod 0, Swin's
+// window padding), broadcast i64 tensors, and `torch.fmod` of floats
+// (fmod 1).
+// CHECK-LABEL: func.func @mod_ops
+func.func @mod_ops(%h: tensor<i64>, %w: tensor<i64>, %a: tensor<2x3xi64>, %b: tensor<3xi64>, %x: tensor<?x4xf32>, %y: tensor<f32>) -> (tensor<i64>, tensor<2x3xi64>, tensor<?x4xf32>) {
+  // CHECK: onnx.Mod(%{{.*}}, %{{.*}}) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = onnx.Mod(%h, %w) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  // CHECK: onnx.Mod(%{{.*}}, %{{.*}}) {fmod = 1 : i64} : (tensor<2x3xi64>, tensor<3xi64>) -> tensor<2x3xi64>
+  %c = onnx.Mod(%a, %b) {fmod = 1 : i64} : (tensor<2x3xi64>, tensor<3xi64>) -> tensor<2x3xi64>
+  // CHECK: onnx.Mod(%{{.*}}, %{{.*}}) {fmod = 1 : i64} : (tensor<?x4xf32>, tensor<f32>) -> tensor<?x4xf32>
+  %f = onnx.Mod(%x, %y) {fmod = 1 : i64} : (tensor<?x4xf32>, tensor<f32>) -> tensor<?x4xf32>
+  return %r, %c, %f : tensor<i64>, tensor<2x3xi64>, tensor<?x4xf32>
+}

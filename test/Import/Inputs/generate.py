@@ -186,6 +186,20 @@ save("leaky-relu-ops.onnx", [
     node("LeakyReluGrad", ["dy1", "y1"], ["dx"], "leaky_default_grad", MS),
 ], [vi("x", F, ["batch", 4, 8, 8])], [vi("y", F, None), vi("dx", F, None)])
 
+# Mod as torch exports it: Swin's window padding (win - h % win) % win on
+# i64 scalars (fmod 0, no attribute), an i64 tensor input broadcast with a
+# [3] divisor (fmod 1) and torch.fmod of floats (fmod 1); no value_info.
+save("mod-ops.onnx", [
+    node("Mod", ["h", "win"], ["hm"], "h_mod"),
+    node("Sub", ["win", "hm"], ["hs"], "win_sub"),
+    node("Mod", ["hs", "win"], ["pad"], "pad_mod"),
+    node("Mod", ["ids", "three"], ["im"], "ids_mod", fmod=1),
+    node("Mod", ["x", "half"], ["xm"], "x_fmod", fmod=1),
+], [vi("ids", TP.INT64, ["batch", 3]), vi("x", F, ["batch", 4])],
+    [vi("pad", TP.INT64, None), vi("im", TP.INT64, None), vi("xm", F, None)],
+    [i64("h", 4), i64("win", 7), i64("three", [3, -3, 5]),
+     numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half")])
+
 # Exported eval graphs and embedding models: LayerNorm and GELU as torch
 # exports them (Pow, Sqrt, Erf), the attention's shape plumbing (Gather of a
 # shape entry with a scalar index, Unsqueeze, Concat into a Reshape target),

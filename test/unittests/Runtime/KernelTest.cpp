@@ -1050,3 +1050,62 @@ TEST(ClipGrad, ClipCompareAndCastMul) {
   EXPECT_NE(dev::sub(nullptr, &x, &c, &wrong),
             COMET_RT_SUCCESS);
 }
+
+// ONNX Mod of i64 tensors: with fmod 0 the remainder takes the divisor's
+// sign (Python's %), with fmod 1 the dividend's (C's %); each sign pair,
+// zero, and the extremes where C's % overflows (INT64_MIN % -1).
+TEST(ModI64, SignsOfBothModes) {
+  const int64_t lo = std::numeric_limits<int64_t>::min(),
+                hi = std::numeric_limits<int64_t>::max();
+  I a({9}, std::vector<int64_t>{7, -7, 7, -7, 0, 6, lo, hi, lo});
+  I b({9}, std::vector<int64_t>{3, 3, -3, -3, 5, 3, -1, -1, 3});
+  I y({9});
+  ASSERT_RT(dev::mod_i64(nullptr, &a, &b, &y, 0));
+  // lo = -3 * 3074457345618258602 - 2: 1 with fmod 0, -2 with fmod 1.
+  EXPECT_EQ(y.v, (std::vector<int64_t>{1, 2, -2, -1, 0, 0, 0, 0, 1}));
+  ASSERT_RT(dev::mod_i64(nullptr, &a, &b, &y, 1));
+  EXPECT_EQ(y.v, (std::vector<int64_t>{1, -1, 1, -1, 0, 0, 0, 0, -2}));
+}
+
+// Broadcasting ([2, 3] with [3] and with a scalar), in place over A, against
+// floor division in the test.
+TEST(ModI64, BroadcastsAndRunsInPlace) {
+  I a({2, 3}, std::vector<int64_t>{10, -10, 11, -11, 12, -13});
+  I b({3}, std::vector<int64_t>{4, -4, 5});
+  I y({2, 3});
+  ASSERT_RT(dev::mod_i64(nullptr, &a, &b, &y, 0));
+  for (int64_t i = 0; i < 6; ++i) {
+    int64_t x = a[i], d = b[i % 3];
+    int64_t q = x / d - ((x % d != 0) && ((x < 0) != (d < 0)));
+    EXPECT_EQ(y[i], x - q * d) << i;
+  }
+  I s({}, std::vector<int64_t>{7});
+  std::vector<int64_t> before = a.v;
+  ASSERT_RT(dev::mod_i64(nullptr, &a, &s, &a, 1));
+  for (int64_t i = 0; i < 6; ++i)
+    EXPECT_EQ(a[i], before[i] % 7) << i;
+}
+
+// A zero divisor is an error with its position, not a crash, and the
+// output is not written; so are a bad fmod and shapes that do not
+// broadcast.
+TEST(ModI64, RefusesZeroDivisorAndBadArguments) {
+  I a({2, 3}, std::vector<int64_t>{1, 2, 3, 4, 5, 6});
+  I b({3}, std::vector<int64_t>{2, 0, 3});
+  I y({2, 3}, std::vector<int64_t>(6, 42));
+  EXPECT_EQ(dev::mod_i64(nullptr, &a, &b, &y, 0),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(comet_rt_last_error()).find("b is 0 at 1"),
+            std::string::npos)
+      << comet_rt_last_error();
+  EXPECT_EQ(y.v, std::vector<int64_t>(6, 42));
+  I ok({3}, std::vector<int64_t>{2, 2, 3});
+  EXPECT_EQ(dev::mod_i64(nullptr, &a, &ok, &y, 2),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  I wrong({2, 2});
+  EXPECT_EQ(dev::mod_i64(nullptr, &a, &ok, &wrong, 0),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+  I four({4}, std::vector<int64_t>{1, 1, 1, 1});
+  EXPECT_EQ(dev::mod_i64(nullptr, &a, &four, &y, 0),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
+}

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -371,6 +372,23 @@ TEST_F(Cuda, ElementwiseAndBroadcastMatchCpu) {
     RT_OK(_mlir_ciface_comet_rt_log_softmax(gpu, x.g.m(), y.g.m(), axis));
     expectSame(y, 1e-5f, 1e-6f, "log_softmax");
   }
+}
+
+// i64 Mod, both modes, broadcast [2, 3] by [3]; a zero divisor is refused
+// from the host copy of B before a kernel runs.
+TEST_F(Cuda, ModI64MatchesCpuAndRefusesZero) {
+  int64_t av[6] = {7, -7, 11, -11, 0, INT64_MIN}, bv[3] = {3, -3, 5};
+  Pair a(cpu, gpu, {2, 3}, 8, av), b(cpu, gpu, {3}, 8, bv);
+  Pair y = zeros({2, 3}, 8);
+  for (int64_t fmod : {0, 1}) {
+    RT_OK(_mlir_ciface_comet_rt_mod_i64(cpu, a.c.m(), b.c.m(), y.c.m(), fmod));
+    RT_OK(_mlir_ciface_comet_rt_mod_i64(gpu, a.g.m(), b.g.m(), y.g.m(), fmod));
+    EXPECT_EQ(y.c.get<int64_t>(), y.g.get<int64_t>()) << "fmod " << fmod;
+  }
+  int64_t zv[3] = {3, 0, 5};
+  Pair z(cpu, gpu, {3}, 8, zv);
+  EXPECT_EQ(_mlir_ciface_comet_rt_mod_i64(gpu, a.g.m(), z.g.m(), y.g.m(), 0),
+            COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_F(Cuda, ReduceSumMatchesCpu) {

@@ -853,6 +853,22 @@ LogicalResult PowOp::verify() {
   return checkSameElementType(*this, {{getX(), "X"}, {getZ(), "Z"}});
 }
 
+LogicalResult ModOp::verify() {
+  // The Broadcast family has checked the element types and shapes.
+  if (getFmod() != 0 && getFmod() != 1)
+    return emitOpError() << "fmod must be 0 or 1, got " << getFmod();
+  Type t = elementTypeOf(getA());
+  if (!t)
+    return success();
+  if (t.isInteger(1) || !(isa<FloatType>(t) || t.isInteger()))
+    return emitOpError() << "A must have an integer or float element type, "
+                         << "got " << t;
+  if (isa<FloatType>(t) && getFmod() != 1)
+    return emitOpError() << "fmod must be 1 for " << t
+                         << " operands (ONNX defines float Mod as fmod)";
+  return success();
+}
+
 LogicalResult RangeOp::verify() {
   std::pair<Value, StringRef> operands[] = {
       {getStart(), "start"}, {getLimit(), "limit"}, {getDelta(), "delta"}};

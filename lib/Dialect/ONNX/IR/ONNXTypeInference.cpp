@@ -437,22 +437,8 @@ static SmallVector<int64_t> slicedShape(ArrayRef<int64_t> dims, Value starts,
       continue;
     }
     int64_t step = noSteps ? 1 : (*sp)[i];
-    __int128 b = (*st)[i], e = (*en)[i];
-    if (b < 0)
-      b += d;
-    if (e < 0)
-      e += d;
-    if (step > 0) {
-      b = std::clamp<__int128>(b, 0, d);
-      e = std::clamp<__int128>(e, 0, d);
-      out[a] = e > b ? int64_t((e - b + step - 1) / step) : 0;
-    } else if (step < 0) {
-      b = std::clamp<__int128>(b, 0, d - 1);
-      e = std::clamp<__int128>(e, -1, d - 1);
-      out[a] = b > e ? int64_t((b - e - step - 1) / -__int128(step)) : 0;
-    } else {
-      out[a] = kDyn;
-    }
+    auto w = sliceAxis(d, (*st)[i], (*en)[i], step);
+    out[a] = w ? w->second : kDyn;
   }
   return out;
 }

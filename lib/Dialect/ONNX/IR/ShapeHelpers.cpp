@@ -3,6 +3,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 
+#include <algorithm>
 #include <utility>
 
 using namespace mlir;
@@ -28,6 +29,28 @@ bool shape::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
       return false;
   }
   return true;
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+shape::sliceAxis(int64_t d, int64_t start, int64_t end, int64_t step) {
+  __int128 b = start, e = end;
+  if (b < 0)
+    b += d;
+  if (e < 0)
+    e += d;
+  if (step > 0) {
+    b = std::clamp<__int128>(b, 0, d);
+    e = std::clamp<__int128>(e, 0, d);
+    return std::make_pair(int64_t(b),
+                          e > b ? int64_t((e - b + step - 1) / step) : 0);
+  }
+  if (step < 0) {
+    b = std::clamp<__int128>(b, 0, d - 1);
+    e = std::clamp<__int128>(e, -1, d - 1);
+    return std::make_pair(
+        int64_t(b), b > e ? int64_t((b - e - step - 1) / -__int128(step)) : 0);
+  }
+  return std::nullopt;
 }
 
 SmallVector<int64_t>

@@ -63,6 +63,12 @@ windowOutputShape(llvm::ArrayRef<int64_t> in, int64_t outChannels,
                   std::optional<llvm::ArrayRef<int64_t>> dilations,
                   llvm::StringRef autoPad, bool ceilMode);
 
+/// A Slice along a dim of static size d: the first index and the count
+/// that starts, ends and step give (ONNX's clamping; negative bounds count
+/// from the end); nullopt for a zero step.
+std::optional<std::pair<int64_t, int64_t>> sliceAxis(int64_t d, int64_t start,
+                                                     int64_t end, int64_t step);
+
 /// The product of static dims; `?` if any is dynamic or it overflows.
 int64_t product(llvm::ArrayRef<int64_t> dims);
 

@@ -25,6 +25,23 @@ extern "C" {
 #define COMET_RT_COMPARE_LE 1
 #define COMET_RT_COMPARE_EQ 2
 
+/* ONNX Mod of two integers, b != 0: with fmod 0 the remainder takes the
+ * divisor's sign (Python's %), with fmod 1 the dividend's (C's %); a
+ * divisor of -1 gives 0 (INT64_MIN % -1 overflows in C). The compiler's
+ * folding of constant shape arithmetic and both backends' mod_i64 compute
+ * it here, so they cannot disagree. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline int64_t comet_rt_mod_i64(int64_t a, int64_t b, int64_t fmod) {
+  if (b == -1)
+    return 0;
+  int64_t r = a % b;
+  if (!fmod && r != 0 && ((r < 0) != (b < 0)))
+    r += b;
+  return r;
+}
+
 /* A 1-D byte memref descriptor (memref<?xi8>), what buffer_alloc returns. */
 typedef struct comet_rt_buffer {
   void *allocated;

@@ -165,3 +165,82 @@ func.func @image_labels(%scores: tensor<?x3xf32>, %labels: tensor<?xi64>, %s2: t
   %loss2, %lp2 = onnx.SoftmaxCrossEntropyLoss(%s2, %l2, %none) : (tensor<?x3x5xf32>, tensor<?x?xi64>, none) -> (tensor<f32>, none)
   return %loss, %loss2 : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// ViT's class token, `class_token.expand(n, -1, -1)` as torch 1.13 exports
+// it and ONNX Runtime leaves it in vit_b_16's training graph: the target
+// [n, -1, -1] joins the batch (Shape, Gather, Unsqueeze) and two -1s, and
+// Where(Equal(target, -1), 1, target) turns the -1s into 1s. Once the
+// argument is specialized, Reshape, Equal and Where of i64 constants fold:
+// the Expand is [2, 1, 8] and the tokens after the Concat [2, 5, 8].
+// CHECK-LABEL: func.func @vit_class_token(
+// CHECK-SAME: -> tensor<2x5x8xf32>
+// CHECK: onnx.Equal(%{{.*}}, %{{.*}}) : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi1>
+// CHECK: onnx.Where(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+// CHECK: onnx.Expand(%{{.*}}, %{{.*}}) : (tensor<1x1x8xf32>, tensor<3xi64>) -> tensor<2x1x8xf32>
+// CHECK: onnx.ConcatTraining(%{{.*}}, %{{.*}}) {axis = 1 : i64} : (tensor<2x1x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x5x8xf32>, tensor<2xi64>)
+func.func @vit_class_token(%x: tensor<?x8x4xf32>, %cls: tensor<1x1x8xf32>) -> tensor<?x?x8xf32> {
+  %i0 = onnx.Initializer "i0" dense<0> : tensor<i64>
+  %ax = onnx.Initializer "ax" dense<0> : tensor<1xi64>
+  %m1 = onnx.Initializer "m1" dense<-1> : tensor<1xi64>
+  %neg = onnx.Initializer "neg" dense<-1> : tensor<3xi64>
+  %ones = onnx.Initializer "ones" dense<1> : tensor<3xi64>
+  %t = onnx.Transpose(%x) {perm = array<i64: 0, 2, 1>} : (tensor<?x8x4xf32>) -> tensor<?x4x8xf32>
+  %sh = onnx.Shape(%t) : (tensor<?x4x8xf32>) -> tensor<3xi64>
+  %n = onnx.Gather(%sh, %i0) {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %n1 = onnx.Unsqueeze(%n, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %cat, %len = onnx.ConcatTraining(%n1, %m1, %m1) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> (tensor<3xi64>, tensor<3xi64>)
+  %target = onnx.Reshape(%cat, %m1) : (tensor<3xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %eq = onnx.Equal(%target, %neg) : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi1>
+  %shape = onnx.Where(%eq, %ones, %target) : (tensor<3xi1>, tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %e = onnx.Expand(%cls, %shape) : (tensor<1x1x8xf32>, tensor<3xi64>) -> tensor<?x?x8xf32>
+  %c, %l = onnx.ConcatTraining(%e, %t) {axis = 1 : i64} : (tensor<?x?x8xf32>, tensor<?x4x8xf32>) -> (tensor<?x?x8xf32>, tensor<2xi64>)
+  return %c : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Swin's window padding, F.pad(x, (0, 0, 0, pad_r, 0, pad_b)) with
+// pad_b = (window - H % window) % window, as torch exports it for a 4x4
+// map and window 7 (swin_t's third stage at 28x28): Mod and Sub of i64
+// constants, then torch's pad list put in ONNX's order by a Reshape to
+// [4, 2], a reversing Slice, a Transpose and a Reshape. All of it folds:
+// pads [0, 0, 0, 0, 0, 3, 3, 0], a 7x7 result.
+// CHECK-LABEL: func.func @swin_window_pad(
+// CHECK-SAME: -> tensor<2x7x7x8xf32>
+// CHECK: onnx.Mod(%{{.*}}, %{{.*}}) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+// CHECK: onnx.Slice({{.*}}) : (tensor<4x2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x2xi64>
+// CHECK: onnx.Transpose(%{{.*}}) {perm = array<i64: 1, 0>} : (tensor<4x2xi64>) -> tensor<2x4xi64>
+// CHECK: onnx.Pad({{.*}}) : (tensor<2x4x4x8xf32>, tensor<8xi64>, none, none) -> tensor<2x7x7x8xf32>
+func.func @swin_window_pad(%x: tensor<?x4x4x8xf32>) -> tensor<?x?x?x?xf32> {
+  %none = onnx.NoValue
+  %win = onnx.Initializer "win" dense<7> : tensor<i64>
+  %i1 = onnx.Initializer "i1" dense<1> : tensor<i64>
+  %i2 = onnx.Initializer "i2" dense<2> : tensor<i64>
+  %ax = onnx.Initializer "ax" dense<0> : tensor<1xi64>
+  %z1 = onnx.Initializer "z1" dense<0> : tensor<1xi64>
+  %z2 = onnx.Initializer "z2" dense<0> : tensor<2xi64>
+  %pairs = onnx.Initializer "pairs" dense<[-1, 2]> : tensor<2xi64>
+  %m1 = onnx.Initializer "m1" dense<-1> : tensor<1xi64>
+  %end = onnx.Initializer "end" dense<-9223372036854775807> : tensor<1xi64>
+  %sh = onnx.Shape(%x) : (tensor<?x4x4x8xf32>) -> tensor<4xi64>
+  %h = onnx.Gather(%sh, %i1) {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %w = onnx.Gather(%sh, %i2) {axis = 0 : i64} : (tensor<4xi64>, tensor<i64>) -> tensor<i64>
+  %hm = onnx.Mod(%h, %win) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %hs = onnx.Sub(%win, %hm) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %pb = onnx.Mod(%hs, %win) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %wm = onnx.Mod(%w, %win) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %ws = onnx.Sub(%win, %wm) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %pr = onnx.Mod(%ws, %win) : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %pb1 = onnx.Unsqueeze(%pb, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %pr1 = onnx.Unsqueeze(%pr, %ax) : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  %p6, %l6 = onnx.ConcatTraining(%z1, %z1, %z1, %pr1, %z1, %pb1) {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> (tensor<6xi64>, tensor<6xi64>)
+  %p8, %l8 = onnx.ConcatTraining(%p6, %z2) {axis = 0 : i64} : (tensor<6xi64>, tensor<2xi64>) -> (tensor<8xi64>, tensor<2xi64>)
+  %r = onnx.Reshape(%p8, %pairs) : (tensor<8xi64>, tensor<2xi64>) -> tensor<4x2xi64>
+  %s = onnx.Slice(%r, %m1, %end, %ax, %m1) : (tensor<4x2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x2xi64>
+  %t = onnx.Transpose(%s) {perm = array<i64: 1, 0>} : (tensor<4x2xi64>) -> tensor<2x4xi64>
+  %pads = onnx.Reshape(%t, %m1) : (tensor<2x4xi64>, tensor<1xi64>) -> tensor<8xi64>
+  %y = onnx.Pad(%x, %pads, %none, %none) : (tensor<?x4x4x8xf32>, tensor<8xi64>, none, none) -> tensor<?x?x?x?xf32>
+  return %y : tensor<?x?x?x?xf32>
+}

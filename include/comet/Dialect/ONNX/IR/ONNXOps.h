@@ -109,10 +109,13 @@ inferVerifiedResultTypes(mlir::Operation *op,
 /// not support it. Signed integers are signless, unsigned ones `ui`, bool i1.
 mlir::Type getElementType(mlir::MLIRContext *ctx, int64_t dataType);
 
-/// The constant integer values of `v` when it is defined by onnx.Initializer
-/// or onnx.Constant with integer elements, by onnx.Shape or onnx.Size of a
-/// tensor with a static shape, by integer Add/Sub/Mul/Div of one-element
-/// constants, or by an integer Range of constants.
+/// The constant integer values of `v` (flat, row-major; bools as 0 and 1)
+/// when it is defined by onnx.Initializer or onnx.Constant with integer
+/// elements, by onnx.Shape or onnx.Size of a tensor with a static shape, by
+/// i64 Add/Sub/Mul/Div/Mod, integer Equal or Where of constants (numpy
+/// broadcasting, up to 65536 elements), by an integer ConstantOfShape or
+/// Range of constants, or by the shape plumbing (Gather, Concat,
+/// Unsqueeze, Squeeze, Reshape, Identity, an i64 Cast) of constants.
 std::optional<llvm::SmallVector<int64_t>> getConstantInts(mlir::Value v);
 
 /// The scores and labels operands of a softmax cross-entropy loss

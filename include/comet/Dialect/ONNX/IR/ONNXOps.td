@@ -204,6 +204,23 @@ def ONNX_SubOp : ONNX_BinaryOp<"Sub", "A - B">;
 def ONNX_MulOp : ONNX_BinaryOp<"Mul", "A * B">;
 def ONNX_DivOp : ONNX_BinaryOp<"Div", "A / B">;
 
+def ONNX_ModOp : ONNX_Op<"Mod", "", "A mod B with numpy broadcasting",
+    [Pure, ONNX_Broadcast<"Same">]> {
+  let description = [{
+    With `fmod` 0 the remainder takes the divisor's sign (Python's `%`; for
+    integers only), with `fmod` 1 the dividend's (C's `fmod`; floats need
+    it). torch exports `%` of integer shape values with fmod 0 (Swin's
+    window padding) and `torch.fmod` with 1. A Mod of i64 constants folds
+    like the other shape arithmetic (`getConstantInts`); the runtime
+    computes one of i64 tensors (`mod_i64`), where a zero divisor is an
+    error, not a crash.
+  }];
+  let arguments = (ins ONNX_Tensor:$A, ONNX_Tensor:$B,
+                       DefaultValuedAttr<ONNX_I64Attr, "0">:$fmod);
+  let results = (outs ONNX_Tensor:$C);
+  let hasVerifier = 1;
+}
+
 def ONNX_ClipOp : ONNX_Op<"Clip", "", "min(max(input, min), max)",
     [Pure, ONNX_UnaryElementwise<"Float">]> {
   let description = [{
