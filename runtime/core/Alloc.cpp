@@ -225,6 +225,63 @@ void comet_rt_free(void *ptr) {
   ctx->release();
 }
 
+void *comet_rt_alloc_shrink(void *ptr, size_t bytes, int32_t category) {
+  if (!ptr || !validCategory(category))
+    return nullptr;
+  DeviceBlocks &t = deviceBlocks();
+  if (t.live.load(std::memory_order_acquire) != 0) {
+    std::unique_lock<std::mutex> lock(t.mu);
+    auto it = t.blocks.find(ptr);
+    if (it != t.blocks.end()) {
+      DeviceBlock &b = it->second;
+      if (bytes > b.size)
+        return nullptr;
+      DeviceBlock old = b;
+      b.size = bytes;
+      b.category = category;
+      lock.unlock();
+      old.ctx->alloc.add(old.category, -static_cast<int64_t>(old.size),
+                         /*isAlloc=*/false);
+      old.ctx->alloc.add(category, static_cast<int64_t>(bytes),
+                         /*isAlloc=*/false);
+      return ptr;
+    }
+  }
+  BlockHeader *h = headerOf(ptr);
+  if (h->magic != kMagic || bytes > h->size)
+    return nullptr;
+  // Room for any alignment offset, as allocAligned asks: realloc may move
+  // the block, and the offset that aligns it may then differ.
+  const size_t offset = static_cast<char *>(ptr) - static_cast<char *>(h->raw);
+  const size_t total = bytes + COMET_RT_ALLOC_ALIGNMENT + sizeof(BlockHeader);
+  BlockHeader saved = *h;
+  // Under 128 bytes less, or when realloc fails (it keeps the block then),
+  // the block stays where it is with its tail unused.
+  void *raw = total < offset + h->size ? std::realloc(h->raw, total) : nullptr;
+  if (!raw)
+    raw = saved.raw;
+  char *result = static_cast<char *>(raw) + offset;
+  if (raw != saved.raw) {
+    uintptr_t start = reinterpret_cast<uintptr_t>(raw) + sizeof(BlockHeader);
+    uintptr_t aligned = (start + COMET_RT_ALLOC_ALIGNMENT - 1) &
+                        ~(uintptr_t)(COMET_RT_ALLOC_ALIGNMENT - 1);
+    std::memmove(reinterpret_cast<void *>(aligned), result, bytes);
+    result = reinterpret_cast<char *>(aligned);
+  }
+  h = headerOf(result);
+  *h = saved;
+  h->raw = raw;
+  h->size = bytes;
+  h->category = category;
+  // The old size leaves its category before the new one is counted, so the
+  // change never makes a peak.
+  saved.ctx->alloc.add(static_cast<int32_t>(saved.category),
+                       -static_cast<int64_t>(saved.size), /*isAlloc=*/false);
+  saved.ctx->alloc.add(category, static_cast<int64_t>(bytes),
+                       /*isAlloc=*/false);
+  return result;
+}
+
 size_t comet_rt_alloc_size(const void *ptr) {
   if (DeviceBlock b; deviceBlocks().find(ptr, b))
     return b.size;

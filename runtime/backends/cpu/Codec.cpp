@@ -58,13 +58,14 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
     return 0;
   };
   // The handle keeps exactly the stream's bytes. With this site's last
-  // stream (an sz site after its first step) the stream goes to a scratch
-  // block a little larger than that one, counted as workspace while it
-  // lives, and is copied into the handle. Without one (a first step; raw
-  // and mask, whose size is known), or when that block is too small, the
-  // codec gives the exact size and the stream is made in the handle: a
-  // worst-case scratch would be the tensor's size, and at the stem of an
-  // image model the step's largest temporary.
+  // stream (an sz site after its first step) the stream is made in a block
+  // a little larger than that one, counted as workspace while it is made,
+  // which then becomes the handle, shrunk to the stream: no second block,
+  // no copy. Without one (a first step; raw and mask, whose size is
+  // known), or when that handle is too small, the codec gives the exact
+  // size and the stream is made in a handle of that size: a worst-case
+  // block would be the tensor's size, and at the stem of an image model
+  // the step's largest temporary.
   size_t outSize = 0;
   comet_rt_status st = COMET_RT_ERROR_BUFFER_TOO_SMALL;
   HandleHeader *hdr = nullptr;
@@ -72,17 +73,19 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
     size_t worst = comet_rt_codec_max_compressed_size(codec, COMET_RT_DTYPE_F32,
                                                       static_cast<uint64_t>(n));
     size_t guess = std::min(worst, size_t(prevOut) * 17 / 16 + 4096);
-    void *scratch = comet_rt_alloc(ctx, guess, COMET_RT_MEM_WORKSPACE);
-    if (!scratch)
+    hdr = static_cast<HandleHeader *>(comet_rt_alloc(
+        ctx, sizeof(HandleHeader) + guess, COMET_RT_MEM_WORKSPACE));
+    if (!hdr)
       return oom();
-    st = encode(scratch, guess, outSize);
-    if (st == COMET_RT_SUCCESS) {
-      hdr = static_cast<HandleHeader *>(comet_rt_alloc(
-          ctx, sizeof(HandleHeader) + outSize, COMET_RT_MEM_COMPRESSED));
-      if (hdr)
-        std::memcpy(hdr + 1, scratch, outSize);
-    }
-    comet_rt_free(scratch);
+    st = encode(hdr + 1, guess, outSize);
+    void *kept =
+        st == COMET_RT_SUCCESS
+            ? comet_rt_alloc_shrink(hdr, sizeof(HandleHeader) + outSize,
+                                    COMET_RT_MEM_COMPRESSED)
+            : nullptr;
+    if (!kept)
+      comet_rt_free(hdr);
+    hdr = static_cast<HandleHeader *>(kept);
     if (st == COMET_RT_SUCCESS && !hdr)
       return oom();
   } else {

@@ -6,9 +6,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
+#include "comet/runtime/alloc.h"
 #include "comet/runtime/codec.h"
 #include "comet/runtime/handles.h"
 
+#include <cmath>
 #include <functional>
 
 using namespace comet::test;
@@ -350,6 +352,54 @@ TEST(Activations, LeakyReluGradFromAMaskStream) {
     ASSERT_RT(dev::leaky_relu_grad(ctx, &dy, &y, &dx, alpha));
     ASSERT_RT(dev::leaky_relu_grad(ctx, &dy, &decoded, &dxMask, alpha));
     EXPECT_EQ(dx.v, dxMask.v);
+  }
+  comet_rt_context_destroy(ctx);
+}
+
+// An sz site after its first step makes its stream in a block of the last
+// stream's size plus a little, which becomes the handle, shrunk to the
+// stream: the step holds one block for it, not a scratch block and a copy.
+// A stream that outgrows the guess is made again at its exact size.
+TEST(Activations, LaterStreamsAreMadeInTheirHandle) {
+  comet_rt_context *ctx = newContext();
+  const int64_t n = 1 << 20;
+  F smooth({n}), noisy = randomF({n}, 95);
+  for (int64_t i = 0; i < n; ++i)
+    smooth.v[i] = float(std::sin(double(i) * 1e-3));
+  const double eb = 1e-3;
+  auto statsOf = [&] {
+    comet_rt_alloc_stats s;
+    comet_rt_alloc_get_stats(ctx, &s);
+    return s;
+  };
+  // The first step (exact size), a second with the same data (the guess
+  // fits) and a third with data that needs far more (it does not).
+  for (int k = 0; k < 3; ++k) {
+    F &x = k < 2 ? smooth : noisy;
+    comet_rt_alloc_reset_peaks(ctx);
+    comet_rt_alloc_stats before = statsOf();
+    int64_t h = dev::compress(ctx, &x, COMET_RT_CODEC_SZ, -1, eb, 4);
+    ASSERT_NE(h, 0) << comet_rt_last_error();
+    comet_rt_alloc_stats s = statsOf();
+    void *block = reinterpret_cast<void *>(static_cast<intptr_t>(h));
+    const size_t held = comet_rt_alloc_size(block);
+    EXPECT_EQ(comet_rt_alloc_category_of(block), COMET_RT_MEM_COMPRESSED);
+    EXPECT_EQ(s.current[COMET_RT_MEM_COMPRESSED] -
+                  before.current[COMET_RT_MEM_COMPRESSED],
+              int64_t(held));
+    EXPECT_EQ(s.current[COMET_RT_MEM_WORKSPACE],
+              before.current[COMET_RT_MEM_WORKSPACE]);
+    if (k == 1) {
+      // One block of at most the guess (17/16 of the last, 4 KiB and the
+      // handle's header) was live: a scratch block and a copy would be two.
+      EXPECT_LE(s.peak_total - before.current_total,
+                int64_t(held * 17 / 16 + 4096 + 64));
+    }
+    F y(x.dims);
+    ASSERT_RT(dev::decompress(ctx, h, &y));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_LE(std::fabs(double(y.v[i]) - double(x.v[i])), eb) << i;
+    dev::handle_free(ctx, h);
   }
   comet_rt_context_destroy(ctx);
 }

@@ -53,6 +53,60 @@ TEST(Alloc, CountsCurrentAndPeakPerCategory) {
   EXPECT_EQ(s.num_frees, 3);
 }
 
+// A block made at a guessed size (a stream being encoded) is shrunk to what
+// it holds and counted in another category from then on: the first bytes
+// are kept, the counts move at once, no peak is made, and the block frees as
+// its new size.
+TEST(Alloc, ShrinkKeepsTheBytesAndMovesTheCount) {
+  comet_rt_context *ctx = comet_rt_context_create();
+  ASSERT_NE(ctx, nullptr);
+  auto statsOf = [&] {
+    comet_rt_alloc_stats s;
+    comet_rt_alloc_get_stats(ctx, &s);
+    return s;
+  };
+  // Large (mmap'd by malloc) and small (from the heap) blocks.
+  for (size_t big : {size_t(8) << 20, size_t(4096)}) {
+    SCOPED_TRACE(big);
+    comet_rt_alloc_reset_peaks(ctx);
+    void *p = comet_rt_alloc(ctx, big, COMET_RT_MEM_WORKSPACE);
+    ASSERT_NE(p, nullptr);
+    auto *bytes = static_cast<uint8_t *>(p);
+    const size_t keep = big / 3 + 5;
+    for (size_t i = 0; i < keep; ++i)
+      bytes[i] = uint8_t(i * 7 + 1);
+    comet_rt_alloc_stats before = statsOf();
+    void *q = comet_rt_alloc_shrink(p, keep, COMET_RT_MEM_COMPRESSED);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % COMET_RT_ALLOC_ALIGNMENT, 0u);
+    EXPECT_EQ(comet_rt_alloc_size(q), keep);
+    EXPECT_EQ(comet_rt_alloc_category_of(q), COMET_RT_MEM_COMPRESSED);
+    for (size_t i = 0; i < keep; ++i)
+      ASSERT_EQ(static_cast<uint8_t *>(q)[i], uint8_t(i * 7 + 1)) << i;
+    comet_rt_alloc_stats s = statsOf();
+    EXPECT_EQ(s.current[COMET_RT_MEM_WORKSPACE],
+              before.current[COMET_RT_MEM_WORKSPACE] - int64_t(big));
+    EXPECT_EQ(s.current[COMET_RT_MEM_COMPRESSED],
+              before.current[COMET_RT_MEM_COMPRESSED] + int64_t(keep));
+    EXPECT_EQ(s.peak_total, before.peak_total);
+    EXPECT_EQ(s.tensor_current, before.tensor_current + int64_t(keep));
+    EXPECT_EQ(s.live_blocks, before.live_blocks);
+    // Larger than the block, an unknown category or not our pointer: NULL,
+    // the block unchanged.
+    EXPECT_EQ(comet_rt_alloc_shrink(q, keep + 1, COMET_RT_MEM_COMPRESSED),
+              nullptr);
+    EXPECT_EQ(comet_rt_alloc_shrink(q, keep, 99), nullptr);
+    EXPECT_EQ(comet_rt_alloc_shrink(nullptr, 0, COMET_RT_MEM_OTHER), nullptr);
+    EXPECT_EQ(comet_rt_alloc_size(q), keep);
+    // The same size again: nothing moves.
+    EXPECT_EQ(comet_rt_alloc_shrink(q, keep, COMET_RT_MEM_COMPRESSED), q);
+    comet_rt_free(q);
+    s = statsOf();
+    EXPECT_EQ(s.current_total, before.current_total - int64_t(big));
+  }
+  comet_rt_context_destroy(ctx);
+}
+
 TEST(Alloc, GlobalPeakIsSumAtOneInstantNotSumOfPeaks) {
   comet_rt_alloc_reset_peaks(nullptr);
   comet_rt_alloc_stats base = stats();

@@ -53,6 +53,17 @@ COMET_RT_API void *comet_rt_alloc_zeroed(comet_rt_context *ctx, size_t bytes,
  * it; NULL is a no-op. */
 COMET_RT_API void comet_rt_free(void *ptr);
 
+/* Shrinks a block from comet_rt_alloc* to its first bytes (at most its
+ * size) and counts it, from now on, as bytes in category (e.g. a stream
+ * encoded into a workspace block of a guessed size becomes a compressed
+ * tensor of its exact size); returns it. Its address may change, its first
+ * bytes are kept, and the old address is then invalid. A device block keeps
+ * its size and address (only its counting changes). NULL, with ptr
+ * unchanged, when ptr is not a block of ours, bytes is larger than it or
+ * category is unknown. */
+COMET_RT_API void *comet_rt_alloc_shrink(void *ptr, size_t bytes,
+                                         int32_t category);
+
 /* The requested size and the category of a block (0 / -1 if not ours). */
 COMET_RT_API size_t comet_rt_alloc_size(const void *ptr);
 COMET_RT_API int32_t comet_rt_alloc_category_of(const void *ptr);
