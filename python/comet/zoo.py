@@ -23,6 +23,8 @@ docs/models.md.
 
   python -m comet.zoo [--out out/zoo] [--only a,b] [--skip a,b] [--docs docs/models.md]
   python -m comet.zoo --redo a,b ...   # sweep a and b again, then any not swept yet
+  python -m comet.zoo --redo a,b --mem-gib 15   # with other options: named beside
+                                                # the command of the other rows
   python -m comet.zoo --table out/zoo/zoo.json --docs docs/models.md   # the table only
 
 Steps 1 runs in the export environment (.venv-export: torch 1.13,
@@ -409,7 +411,9 @@ def sweep_one(name: str, a, tools: dict, prog: Progress, skip_reason: str | None
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT / "python")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])),
         PYTHONWARNINGS="ignore")
-    rec: dict = {"model": name}
+    # The cap is the row's own: a --redo may give a model more than the
+    # sweep that made the other rows.
+    rec: dict = {"model": name, "mem_gib": a.mem_gib}
 
     def tick(stage):
         return lambda el: prog.status(f"{name}: {stage} {el:.0f} s")
@@ -529,13 +533,16 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def row(r: dict) -> str:
+def row(r: dict, cap: float | None = None) -> str:
     """One Markdown table row: model | input | params | ops | imports |
-    trains | notes and reason."""
+    trains | notes and reason; the note names the row's address-space cap
+    where it is not the table's `cap`."""
     size = f"{r['size']}x{r['size']}" if r.get("size") else ""
     notes = [n for n in r.get("notes", []) if not n.startswith("1-channel")]
     if r.get("opset") == 16:
         notes.append("opset 16")
+    if cap is not None and r.get("mem_gib") not in (None, cap):
+        notes.append(f"cap {r['mem_gib']:g} GiB")
     reason = r.get("reason", "")
     if r.get("skipped"):
         trains = "skipped"
@@ -584,7 +591,10 @@ def render(results: dict) -> str:
            f"{STEPS} steps of `--compress static` on synthetic data; each stage capped at "
            f"{meta['mem_gib']:g} GiB of address space and "
            f"{meta['timeouts']['export']}/{meta['timeouts']['import']}/"
-           f"{meta['timeouts']['train']} s (export/import/train).", "",
+           f"{meta['timeouts']['train']} s (export/import/train)."
+           + "".join(f" {', '.join(r['models'])} made again by `{r['command']}`: each "
+                     f"stage capped at {r['mem_gib']:g} GiB." for r in meta.get("reruns", [])),
+           "",
            "Input: the smallest of " + ", ".join(str(x) for x in meta["sizes"])
            + " that the model takes. Params: trainable parameters. Ops: nodes of "
            "the training graph (training_model.onnx). Notes: the constructor "
@@ -592,7 +602,7 @@ def render(results: dict) -> str:
            "then the stage that failed and its first error line.", "",
            "| model | input | params | ops | imports | trains | notes |",
            "|---|---|--:|--:|---|---|---|"]
-    out += [row(r) for r in rs]
+    out += [row(r, meta["mem_gib"]) for r in rs]
 
     # Unsupported op types, with how many models need each.
     need = collections.defaultdict(list)
@@ -654,6 +664,23 @@ def write_docs(results: dict, docs: pathlib.Path) -> None:
 
 
 # --------------------------------------------------------------------------
+
+def merged_meta(old: dict, new: dict, redo: list[str], kept_rows: bool) -> dict:
+    """The meta of a run that continues `old`'s results with options `new`.
+    A --redo with other options (a higher cap) leaves the rows it does not
+    redo the earlier command's: that command stays the table's, and the
+    redo is named beside it in "reruns" with the models it made.  A model
+    redone leaves the earlier reruns that named it."""
+    reruns = [dict(r, models=[m for m in r["models"] if m not in redo])
+              for r in old.get("reruns", [])]
+    reruns = [r for r in reruns if r["models"]]
+    if redo and kept_rows and old.get("command") and old["command"] != new["command"]:
+        prog = "python -m comet.zoo"
+        line = f"{prog} --redo {','.join(redo)}{new['command'][len(prog):]}"
+        return dict(old, listed=new["listed"], reruns=reruns + [
+            {"command": line, "models": list(redo), "mem_gib": new["mem_gib"]}])
+    return dict(new, reruns=reruns) if reruns else new
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
@@ -740,10 +767,12 @@ def main(argv=None) -> int:
         results = json.loads(jpath.read_text())
     for n in redo:
         results["models"].pop(n, None)
-    results["meta"] = {"command": cmd, "versions": versions(a.python), "sizes": a.sizes,
-                       "listed": names, "mem_gib": a.mem_gib, "batch": BATCH, "steps": STEPS,
-                       "timeouts": {"export": a.timeout_export, "import": a.timeout_import,
-                                    "train": a.timeout_train}}
+    meta = {"command": cmd, "versions": versions(a.python), "sizes": a.sizes,
+            "listed": names, "mem_gib": a.mem_gib, "batch": BATCH, "steps": STEPS,
+            "timeouts": {"export": a.timeout_export, "import": a.timeout_import,
+                         "train": a.timeout_train}}
+    results["meta"] = merged_meta(results.get("meta", {}), meta, redo,
+                                  bool(results["models"]))
     todo = redo + [n for n in names if n not in results["models"] and n not in redo]
     prog = Progress(len(todo))
     try:

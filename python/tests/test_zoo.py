@@ -91,6 +91,40 @@ def test_render_names_a_partial_sweep():
     assert "**3 of 4 models train (75.0%)**" in zoo.render(r)
 
 
+def test_a_redo_with_a_higher_cap_is_named_beside_the_first_command():
+    base = results(resnet18=OK)["meta"]
+    new = dict(base, command="python -m comet.zoo --mem-gib 15", mem_gib=15.0,
+               listed=["resnet18", "vgg19"])
+    meta = zoo.merged_meta(base, new, ["vgg19"], kept_rows=True)
+    # The other rows stay the first command's; the redo is named with its
+    # models and its cap.
+    assert (meta["command"], meta["mem_gib"]) == (base["command"], 12.0)
+    assert meta["listed"] == ["resnet18", "vgg19"]
+    assert meta["reruns"] == [{"command": "python -m comet.zoo --redo vgg19 --mem-gib 15",
+                               "models": ["vgg19"], "mem_gib": 15.0}]
+    # Redoing the model with the first command's options takes it out of
+    # the reruns; a redo with the same options, or one that keeps no other
+    # row, makes the meta its own.
+    again = dict(base, listed=new["listed"])
+    assert "reruns" not in zoo.merged_meta(meta, again, ["vgg19"], kept_rows=True)
+    assert zoo.merged_meta(meta, again, ["resnet18"], kept_rows=True)["reruns"] == \
+        meta["reruns"]
+    assert zoo.merged_meta(base, new, ["vgg19"], kept_rows=False) == new
+    assert zoo.merged_meta({}, new, ["vgg19"], kept_rows=True) == new
+
+    r = {"meta": meta, "models": {"resnet18": OK,
+                                  "vgg19": dict(OK, model="vgg19", mem_gib=15.0)}}
+    text = zoo.render(r)
+    assert ("each stage capped at 12 GiB of address space and 1800/600/1800 s "
+            "(export/import/train). vgg19 made again by `python -m comet.zoo --redo vgg19 "
+            "--mem-gib 15`: each stage capped at 15 GiB.") in text
+    # The row made under another cap says so; a row under the table's cap
+    # (or from before rows kept theirs) does not.
+    assert "| vgg19 | 28x28 | 11.2 M | 350 | yes | yes | cap 15 GiB |" in text
+    assert "| resnet18 | 28x28 | 11.2 M | 350 | yes | yes |  |" in text
+    assert zoo.row(dict(OK, mem_gib=12.0), 12.0).endswith("| yes | yes |  |")
+
+
 def test_write_docs_replaces_the_section(tmp_path):
     doc = tmp_path / "models.md"
     doc.write_text("# Models\n\nintro\n")
@@ -193,5 +227,19 @@ def test_sweep(tmp_path):
     res = json.loads((tmp_path / "zoo2" / "zoo.json").read_text())
     assert res["models"]["squeezenet1_1"]["reason"] == "timeout (1 s)"
     assert res["models"]["resnet18"] == kept
-    assert res["meta"]["command"] == ("python -m comet.zoo --out " + str(tmp_path / "zoo2") +
-                                      " --only squeezenet1_1,resnet18 --timeout-export 1")
+    first = ("python -m comet.zoo --out " + str(tmp_path / "zoo2") +
+             " --only squeezenet1_1,resnet18 --timeout-export 1")
+    assert res["meta"]["command"] == first
+    # A redo with another option: the first command stays the table's, the
+    # redo is named beside it and its row keeps its own cap.
+    p = subprocess.run([str(EXPORT_PY), "-m", "comet.zoo", "--out", str(tmp_path / "zoo2"),
+                        "--only", "squeezenet1_1,resnet18", "--redo", "squeezenet1_1",
+                        "--timeout-export", "1", "--mem-gib", "9"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = json.loads((tmp_path / "zoo2" / "zoo.json").read_text())
+    assert res["meta"]["command"] == first
+    assert res["meta"]["reruns"] == [{
+        "command": first.replace("comet.zoo --out", "comet.zoo --redo squeezenet1_1 --out")
+        + " --mem-gib 9", "models": ["squeezenet1_1"], "mem_gib": 9.0}]
+    assert res["models"]["squeezenet1_1"]["mem_gib"] == 9.0
