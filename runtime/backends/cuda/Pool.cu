@@ -142,14 +142,21 @@ __global__ void avgpoolGradK(const float *dy, float *dx, int64_t total,
   }
 }
 
+/// A max pool's geometry from its entry's attributes: input planes in, output
+/// planes out (X and Y forward, dX and dY backward).
+template <typename Args, typename T>
+PoolGeom maxpoolGeom(const Args &a, const T &in, const T &out) {
+  return {in.dim(2),  in.dim(3),  out.dim(2),   out.dim(3),
+          a.kernel_h, a.kernel_w, a.stride_h,   a.stride_w,
+          a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w};
+}
+
 } // namespace
 
 int32_t run(comet_rt_context *ctx, const maxpool2d_args &a) {
   if (a.y.numel() == 0)
     return ok();
-  PoolGeom g = {a.x.dim(2), a.x.dim(3), a.y.dim(2),   a.y.dim(3),
-                a.kernel_h, a.kernel_w, a.stride_h,   a.stride_w,
-                a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w};
+  PoolGeom g = maxpoolGeom(a, a.x, a.y);
   maxpoolK<<<gridFor(a.y.numel()), kThreads, 0, streamOf(ctx)>>>(
       a.x.f(), a.y.f(), a.indices.present ? a.indices.i64() : nullptr, nullptr,
       a.y.numel(), g, static_cast<int>(a.storage_order));
@@ -160,9 +167,7 @@ int32_t run(comet_rt_context *ctx, const maxpool2d_args &a) {
 int32_t run(comet_rt_context *ctx, const maxpool2d_window_args &a) {
   if (a.y.numel() == 0)
     return ok();
-  PoolGeom g = {a.x.dim(2), a.x.dim(3), a.y.dim(2),   a.y.dim(3),
-                a.kernel_h, a.kernel_w, a.stride_h,   a.stride_w,
-                a.pad_top,  a.pad_left, a.dilation_h, a.dilation_w};
+  PoolGeom g = maxpoolGeom(a, a.x, a.y);
   maxpoolK<<<gridFor(a.y.numel()), kThreads, 0, streamOf(ctx)>>>(
       a.x.f(), a.y.f(), nullptr, a.positions.u8(), a.y.numel(), g, 0);
   LAUNCHED("maxpool2d_window");
@@ -185,9 +190,7 @@ int32_t run(comet_rt_context *ctx, const maxpool_grad_window_args &a) {
   COMET_RT_TRY(zeroAsync(ctx, op, a.dx.data, a.dx.bytes()));
   if (a.dy.numel() == 0)
     return ok();
-  PoolGeom g = {a.dx.dim(2), a.dx.dim(3), a.dy.dim(2),  a.dy.dim(3),
-                a.kernel_h,  a.kernel_w,  a.stride_h,   a.stride_w,
-                a.pad_top,   a.pad_left,  a.dilation_h, a.dilation_w};
+  PoolGeom g = maxpoolGeom(a, a.dx, a.dy);
   maxpoolGradWindowK<<<gridFor(a.dy.numel()), kThreads, 0, streamOf(ctx)>>>(
       a.dy.f(), a.positions.u8(), a.dx.f(), a.dy.numel(), g,
       static_cast<int>(a.storage_order));
