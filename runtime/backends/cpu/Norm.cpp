@@ -26,61 +26,97 @@ int64_t bitsOf(float v) {
 }
 } // namespace
 
+/// y = act(bn_affine(x)) over [n, c, hw], a channel's rows at a time.
+static void applyChannels(const float *x, const float *scale, const float *bias,
+                   const float *mean, const float *inv, float *y, int64_t n,
+                   int64_t c, int64_t hw, int64_t act, float lo, float hi) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      float mu = mean[ch], is = inv[ch], sc = scale[ch], sv = bias[ch];
+      const float *src = x + (i * c + ch) * hw;
+      float *dst = y + (i * c + ch) * hw;
+#pragma omp simd
+      for (int64_t k = 0; k < hw; ++k)
+        dst[k] = comet_rt_bn_activation(
+            comet_rt_bn_affine(src[k], mu, is, sc, sv), act, lo, hi);
+    }
+}
+
 int32_t run(comet_rt_context *ctx, const batch_norm_internal_args &a) {
   const char *op = "batch_norm_internal";
   const Tensor &x = a.x;
   int64_t c = x.dim(1);
-  bool training = a.training_mode != 0;
   if (x.numel() == 0)
     return ok();
-  auto flags = dnnl::normalization_flags::use_scale |
-               dnnl::normalization_flags::use_shift;
-  if (!training)
-    flags = flags | dnnl::normalization_flags::use_global_stats;
-  return guard(op, [&] {
-    memory::desc xMd = plainMd(x.dims), cMd({c}, f32, tag::x);
-    Primitive p =
-        getPrimitive(key(op, {training, bitsOf(a.epsilon)}, x.dims), [&] {
-          using bf = dnnl::batch_normalization_forward;
-          bf::desc d(training ? dnnl::prop_kind::forward_training
-                              : dnnl::prop_kind::forward_inference,
-                     xMd, a.epsilon, flags);
-          bf::primitive_desc pd(d, userScratchpadAttr(), engine());
-          return Primitive{bf(pd), pd.scratchpad_desc()};
-        });
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, mem(xMd, x.data)},
-        {DNNL_ARG_DST, mem(xMd, a.y.data)},
-        {DNNL_ARG_SCALE, mem(cMd, a.scale.data)},
-        {DNNL_ARG_SHIFT, mem(cMd, a.bias.data)}};
-    if (!training) {
-      args[DNNL_ARG_MEAN] = mem(cMd, a.input_mean.data);
-      args[DNNL_ARG_VARIANCE] = mem(cMd, a.input_var.data);
-      execute(ctx, p, args);
+  if (a.training_mode == 0) {
+    // Inference: oneDNN with the given statistics.
+    auto flags = dnnl::normalization_flags::use_scale |
+                 dnnl::normalization_flags::use_shift |
+                 dnnl::normalization_flags::use_global_stats;
+    return guard(op, [&] {
+      memory::desc xMd = plainMd(x.dims), cMd({c}, f32, tag::x);
+      Primitive p = getPrimitive(key(op, {0, bitsOf(a.epsilon)}, x.dims), [&] {
+        using bf = dnnl::batch_normalization_forward;
+        bf::desc d(dnnl::prop_kind::forward_inference, xMd, a.epsilon, flags);
+        bf::primitive_desc pd(d, userScratchpadAttr(), engine());
+        return Primitive{bf(pd), pd.scratchpad_desc()};
+      });
+      execute(ctx, p,
+              {{DNNL_ARG_SRC, mem(xMd, x.data)},
+               {DNNL_ARG_DST, mem(xMd, a.y.data)},
+               {DNNL_ARG_SCALE, mem(cMd, a.scale.data)},
+               {DNNL_ARG_SHIFT, mem(cMd, a.bias.data)},
+               {DNNL_ARG_MEAN, mem(cMd, a.input_mean.data)},
+               {DNNL_ARG_VARIANCE, mem(cMd, a.input_var.data)}});
       return ok();
+    });
+  }
+  // Training: the batch statistics (accumulated in double), then the output
+  // through comet_rt_bn_affine from the saved mean and 1/std, the very
+  // arithmetic batch_norm_apply repeats when the backward recomputes it.
+  int64_t n = x.dim(0), hw = x.numel() / (n * c);
+  Workspace statsBuf(ctx, 2 * c * sizeof(float));
+  if (!statsBuf.ok())
+    return fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
+  float *mean = statsBuf.f(), *inv = mean + c;
+  const float *px = x.f();
+  float momentum = a.momentum;
+#pragma omp parallel for schedule(static)
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float *row = px + (i * c + ch) * hw;
+#pragma omp simd reduction(+ : s)
+      for (int64_t k = 0; k < hw; ++k)
+        s += row[k];
     }
-    // Batch statistics into a temporary (outputs may be absent).
-    Scratch statsBuf(ctx, 2 * c * sizeof(float));
-    float *stats = statsBuf.f();
-    args[DNNL_ARG_MEAN] = mem(cMd, stats);
-    args[DNNL_ARG_VARIANCE] = mem(cMd, stats + c);
-    execute(ctx, p, args);
+    double mu = s / double(n * hw), q = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float *row = px + (i * c + ch) * hw;
+#pragma omp simd reduction(+ : q)
+      for (int64_t k = 0; k < hw; ++k) {
+        double d = row[k] - mu;
+        q += d * d;
+      }
+    }
+    float fm = float(mu), fv = float(q / double(n * hw));
     // running_* may be input_*'s buffers (in place): read before writing.
-    float momentum = a.momentum;
-    for (int64_t i = 0; i < c; ++i) {
-      float mean = stats[i], var = stats[c + i];
-      float inMean = a.input_mean.f()[i], inVar = a.input_var.f()[i];
-      if (a.running_mean.present)
-        a.running_mean.f()[i] = inMean * momentum + mean * (1.0f - momentum);
-      if (a.running_var.present)
-        a.running_var.f()[i] = inVar * momentum + var * (1.0f - momentum);
-      if (a.saved_mean.present)
-        a.saved_mean.f()[i] = mean;
-      if (a.saved_inv_std.present)
-        a.saved_inv_std.f()[i] = 1.0f / std::sqrt(var + a.epsilon);
-    }
-    return ok();
-  });
+    float inMean = a.input_mean.f()[ch], inVar = a.input_var.f()[ch];
+    if (a.running_mean.present)
+      a.running_mean.f()[ch] = inMean * momentum + fm * (1.0f - momentum);
+    if (a.running_var.present)
+      a.running_var.f()[ch] = inVar * momentum + fv * (1.0f - momentum);
+    mean[ch] = fm;
+    inv[ch] = 1.0f / std::sqrt(fv + a.epsilon);
+    if (a.saved_mean.present)
+      a.saved_mean.f()[ch] = mean[ch];
+    if (a.saved_inv_std.present)
+      a.saved_inv_std.f()[ch] = inv[ch];
+  }
+  applyChannels(px, a.scale.f(), a.bias.f(), mean, inv, a.y.f(), n, c, hw,
+                COMET_RT_BN_ACT_NONE, 0.0f, 0.0f);
+  return ok();
 }
 
 int32_t run(comet_rt_context *ctx, const batch_norm_grad_args &a) {
@@ -125,6 +161,17 @@ int32_t run(comet_rt_context *ctx, const batch_norm_grad_args &a) {
              {DNNL_ARG_DIFF_SHIFT, mem(cMd, a.dbias.data)}});
     return ok();
   });
+}
+
+int32_t run(comet_rt_context *, const batch_norm_apply_args &a) {
+  const Tensor &x = a.x;
+  int64_t n = x.dim(0), c = x.dim(1);
+  if (x.numel() == 0)
+    return ok();
+  applyChannels(x.f(), a.scale.f(), a.bias.f(), a.saved_mean.f(),
+                a.saved_inv_std.f(), a.y.f(), n, c, x.numel() / (n * c),
+                a.activation, a.lo, a.hi);
+  return ok();
 }
 
 int32_t run(comet_rt_context *ctx, const layer_norm_args &a) {

@@ -53,8 +53,22 @@ __global__ void bnApplyK(const float *x, const float *scale, const float *bias,
                          int64_t total, int64_t c, int64_t hw, float eps) {
   GRID_STRIDE(i, total) {
     int64_t ch = (i / hw) % c;
+    // bnStatsK saves the same 1 / sqrtf(var + eps).
     float inv = 1.0f / sqrtf(var[ch] + eps);
-    y[i] = (x[i] - mean[ch]) * inv * scale[ch] + bias[ch];
+    y[i] = comet_rt_bn_affine(x[i], mean[ch], inv, scale[ch], bias[ch]);
+  }
+}
+
+__global__ void bnRecomputeK(const float *x, const float *scale,
+                             const float *bias, const float *mean,
+                             const float *invStd, float *y, int64_t total,
+                             int64_t c, int64_t hw, int64_t act, float lo,
+                             float hi) {
+  GRID_STRIDE(i, total) {
+    int64_t ch = (i / hw) % c;
+    y[i] = comet_rt_bn_activation(
+        comet_rt_bn_affine(x[i], mean[ch], invStd[ch], scale[ch], bias[ch]), act, lo,
+        hi);
   }
 }
 
@@ -204,6 +218,19 @@ int32_t run(comet_rt_context *ctx, const batch_norm_grad_args &a) {
   bnGradK<<<blocksFor(c), kThreads, 0, streamOf(ctx)>>>(
       a.dy.f(), x.f(), a.scale.f(), a.saved_mean.f(), a.saved_inv_std.f(),
       a.dx.f(), a.dscale.f(), a.dbias.f(), n, c, hw);
+  LAUNCHED(op);
+  return ok();
+}
+
+int32_t run(comet_rt_context *ctx, const batch_norm_apply_args &a) {
+  const char *op = "batch_norm_apply";
+  const Tensor &x = a.x;
+  int64_t c = x.dim(1), hw = product(x.dims, 2, x.dims.size());
+  if (x.numel() == 0)
+    return ok();
+  bnRecomputeK<<<gridFor(x.numel()), kThreads, 0, streamOf(ctx)>>>(
+      x.f(), a.scale.f(), a.bias.f(), a.saved_mean.f(), a.saved_inv_std.f(),
+      a.y.f(), x.numel(), c, hw, a.activation, a.lo, a.hi);
   LAUNCHED(op);
   return ok();
 }

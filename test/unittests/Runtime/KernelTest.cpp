@@ -376,6 +376,53 @@ TEST(BatchNorm, TrainingStatisticsAndRunningUpdate) {
   }
 }
 
+// comet-recompute-activations replaces a kept BatchNorm output by this
+// call in the backward: it must give the forward's bits, with and without
+// the ReLU or Clip that follows it, at every layout oneDNN picks a kernel
+// for (rank 2 to 5, spatial sizes with and without a vector tail).
+TEST(BatchNormApply, GivesTheForwardsBitsFromTheSavedStatistics) {
+  std::vector<std::vector<int64_t>> shapes = {
+      {8, 5}, {4, 3, 7}, {3, 16, 5, 5}, {2, 64, 14, 14}, {5, 7, 3, 17},
+      {2, 8, 3, 4, 5}, {64, 32, 1, 1}};
+  uint64_t seed = 300;
+  for (const auto &dims : shapes) {
+    int64_t C = dims[1];
+    F x = randomF(dims, seed++, -3, 4), sc = randomF({C}, seed++, -2, 2),
+      bi = randomF({C}, seed++), im = randomF({C}, seed++),
+      iv = randomF({C}, seed++, 0.5, 2);
+    F y(x.dims), rm({C}), rv({C}), sm({C}), si({C});
+    ASSERT_RT(dev::batch_norm_internal(nullptr, &x, &sc, &bi, &im, &iv, &y,
+                                       &rm, &rv, &sm, &si, 1e-5f, 0.9f, 1));
+    struct Act {
+      int64_t kind;
+      float lo, hi;
+    } acts[] = {{COMET_RT_BN_ACT_NONE, 0, 0},
+                {COMET_RT_BN_ACT_RELU, 0, 0},
+                {COMET_RT_BN_ACT_CLIP, 0.0f, 6.0f},
+                {COMET_RT_BN_ACT_CLIP, -0.5f, 0.25f}};
+    for (const Act &a : acts) {
+      F want(x.dims), got(x.dims);
+      for (int64_t k = 0; k < y.size(); ++k)
+        want[k] = comet_rt_bn_activation(y[k], a.kind, a.lo, a.hi);
+      ASSERT_RT(dev::batch_norm_apply(nullptr, &x, &sc, &bi, &sm, &si, &got,
+                                      a.kind, a.lo, a.hi));
+      int64_t diff = 0;
+      for (int64_t k = 0; k < y.size(); ++k)
+        diff += std::memcmp(&want[k], &got[k], 4) != 0;
+      EXPECT_EQ(diff, 0) << "shape rank " << dims.size() << " C " << C
+                         << " activation " << a.kind;
+    }
+  }
+  // Bad input is refused before the kernel runs.
+  F x = randomF({2, 3, 4}, 1), c3({3}), c2({2}), y({2, 3, 4});
+  EXPECT_NE(dev::batch_norm_apply(nullptr, &x, &c3, &c3, &c2, &c3, &y,
+                                  int64_t(1), 0.0f, 0.0f),
+            0);
+  EXPECT_NE(dev::batch_norm_apply(nullptr, &x, &c3, &c3, &c3, &c3, &y,
+                                  int64_t(3), 0.0f, 0.0f),
+            0);
+}
+
 TEST(BatchNormGrad, MatchesClosedForm) {
   int64_t N = 4, C = 3, HW = 6;
   F x = randomF({N, C, 2, 3}, 50, -1, 2), sc = randomF({C}, 51),

@@ -25,6 +25,37 @@ extern "C" {
 #define COMET_RT_COMPARE_LE 1
 #define COMET_RT_COMPARE_EQ 2
 
+/* One element of BatchNorm's training output from the saved mean and
+ * 1/sqrt(var + eps): both backends' batch_norm_internal (training mode)
+ * and batch_norm_apply compute it here, so a recomputed output has the
+ * forward's bits.
+ * The activation batch_norm_apply applies after the normalization: the
+ * relu and clip kernels' own expressions, so a recomputed output has the
+ * forward's bits (relu gives +0 for -0; clip lets NaN through). */
+#define COMET_RT_BN_ACT_NONE 0
+#define COMET_RT_BN_ACT_RELU 1
+#define COMET_RT_BN_ACT_CLIP 2
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline float comet_rt_bn_affine(float x, float mean, float inv_std,
+                                       float scale, float bias) {
+  return (x - mean) * inv_std * scale + bias;
+}
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline float comet_rt_bn_activation(float v, int64_t act, float lo,
+                                           float hi) {
+  if (act == COMET_RT_BN_ACT_RELU)
+    return v > 0.0f ? v : 0.0f;
+  if (act == COMET_RT_BN_ACT_CLIP) {
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+  }
+  return v;
+}
+
 /* ONNX Mod of two integers, b != 0: with fmod 0 the remainder takes the
  * divisor's sign (Python's %), with fmod 1 the dividend's (C's %); a
  * divisor of -1 gives 0 (INT64_MIN % -1 overflows in C). The compiler's
