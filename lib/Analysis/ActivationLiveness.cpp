@@ -45,6 +45,8 @@ StringRef comet::stringifyConsumerKind(ConsumerKind k) {
     return "shape_only";
   case ConsumerKind::Compress:
     return "compress";
+  case ConsumerKind::Recompute:
+    return "recompute";
   case ConsumerKind::Other:
     return "other";
   }
@@ -132,8 +134,7 @@ savedActivationKind(Operation *op, unsigned i) {
 /// mask handle answers without decompressing, by an op whose lowering reads
 /// the handle (onnx::ReadsMaskHandle).
 static bool isFusableMaskUse(const ValueUse &u) {
-  return u.user == u.directUser &&
-         u.user->hasTrait<onnx::ReadsMaskHandle>() &&
+  return u.user == u.directUser && u.user->hasTrait<onnx::ReadsMaskHandle>() &&
          savedActivationKind(u.user, u.operandNumber) ==
              onnx::SavedActivationKind::ReluMask;
 }
@@ -428,6 +429,9 @@ void ActivationLiveness::build() {
     Operation *user = u.user;
     if (isa<CompressOp>(user))
       return ConsumerKind::Compress;
+    if (isa<BatchNormApplyOp>(user))
+      return u.operandNumber == 0 ? ConsumerKind::Recompute
+                                  : ConsumerKind::Other;
     StringRef t = getOpType(user);
     unsigned i = u.operandNumber;
     if (isShapeOnlyOp(t))
@@ -487,11 +491,13 @@ void ActivationLiveness::build() {
       values[h].end = std::max(values[h].end, vi.end);
   }
 
-  // In-place gradients: dX takes dY's buffer where dY, a gradient this
-  // function allocated, dies at the op and has dX's type.
+  // In place: dX takes dY's buffer where dY, a gradient this function
+  // allocated, dies at the op and has dX's type; in the forward, Y takes
+  // X's buffer (Relu, BatchNormInternal) where X, an activation, does.
   for (auto [step, o] : llvm::enumerate(schedule)) {
-    if (!o->hasTrait<onnx::InPlaceGradient>() || o->getNumOperands() == 0 ||
-        o->getNumResults() == 0)
+    bool grad = o->hasTrait<onnx::InPlaceGradient>();
+    bool fwd = o->hasTrait<onnx::InPlaceForward>();
+    if ((!grad && !fwd) || o->getNumOperands() == 0 || o->getNumResults() == 0)
       continue;
     Value dy = o->getOperand(0), dx = o->getResult(0);
     int in = getId(dy), out = getId(dx);
@@ -505,7 +511,10 @@ void ActivationLiveness::build() {
         return isa<func::ReturnOp>(u.user);
       });
     };
-    if (src.def < 0 || src.persistent || !src.gradientFlow ||
+    bool kindOk =
+        grad ? src.gradientFlow
+             : src.category == ValueCategory::Activation && !src.gradientFlow;
+    if (src.def < 0 || src.persistent || !kindOk ||
         src.end != static_cast<int64_t>(step) || src.isCompressedHandle() ||
         src.fusedMaskDecompress || src.rootId >= 0 || returned(src) ||
         dst.persistent || returned(dst) || !isFloatTensor(dy.getType()))
@@ -513,6 +522,29 @@ void ActivationLiveness::build() {
     int root = src.inPlaceOf >= 0 ? src.inPlaceOf : in;
     dst.inPlaceOf = root;
     values[root].end = std::max(values[root].end, dst.end);
+  }
+
+  // A BatchNorm output recomputed from a decompressed copy of its input
+  // that nothing else reads (compress-activations gives each recompute its
+  // own decompress) is written over that copy.
+  for (auto [step, o] : llvm::enumerate(schedule)) {
+    auto apply = dyn_cast<BatchNormApplyOp>(o);
+    if (!apply)
+      continue;
+    int in = getId(apply.getX()), out = getId(apply.getY());
+    if (in < 0 || out < 0 || apply.getX().getType() != apply.getY().getType())
+      continue;
+    ValueInfo &src = values[in];
+    ValueInfo &dst = values[out];
+    if (src.def < 0 || src.rootId < 0 || src.isCompressedHandle() ||
+        src.fusedMaskDecompress || src.inPlaceOf >= 0 || src.uses.size() != 1 ||
+        src.end != static_cast<int64_t>(step) || dst.persistent ||
+        llvm::any_of(dst.uses, [](const ValueUse &u) {
+          return isa<func::ReturnOp>(u.user);
+        }))
+      continue;
+    dst.inPlaceOf = in;
+    src.end = std::max(src.end, dst.end);
   }
 }
 
@@ -594,9 +626,12 @@ ActivationLiveness::getCandidates(int64_t minBytes, int64_t minDistance) const {
   for (auto [id, vi] : llvm::enumerate(values)) {
     if (vi.def < 0 || vi.persistent || vi.category != ValueCategory::Activation)
       continue;
+    // A value written over its input (in place) holds that buffer: it is
+    // what compressing or recomputing it would free.
+    int64_t held = vi.inPlaceOf >= 0 ? vi.tensorBytes : vi.bytes;
     if (vi.rootId >= 0 || vi.compressedId >= 0 ||
-        !isa<RankedTensorType>(vi.value.getType()) || vi.bytes < minBytes ||
-        vi.bytes == 0)
+        !isa<RankedTensorType>(vi.value.getType()) || held < minBytes ||
+        held == 0)
       continue;
     Candidate c{static_cast<int>(id), vi.def, -1, {}};
     bool compressed = false;
@@ -605,7 +640,11 @@ ActivationLiveness::getCandidates(int64_t minBytes, int64_t minDistance) const {
         compressed = true;
       // A forward reader, however far, reads the value before the backward
       // starts: the value is compressed after it, not kept raw for it.
-      if (u.index - vi.def >= minDistance && u.index >= backwardStart) {
+      // A recompute is a backward reader wherever it sits: it is placed
+      // just before the gradient that reads its result, which may be the
+      // first gradient op.
+      if (u.index - vi.def >= minDistance &&
+          (u.index >= backwardStart || u.kind == ConsumerKind::Recompute)) {
         if (c.firstFar < 0)
           c.firstFar = u.index;
         c.farUses.push_back(ui);

@@ -503,6 +503,13 @@ Error Engine::compile(const EngineOptions &options) {
                            "},comet-accumulate-early,comet-hoist-masks";
   if (options.compactPoolIndices)
     specialize += ",comet-compact-pool-indices";
+  // Recomputed outputs read the scale and bias: before the optimizer's
+  // updates are placed. ReluGrad reads a recomputed value only when the
+  // input stays raw (exact); compressed, it keeps a 1-bit mask.
+  if (options.recompute && options.compress != CompressMode::Adaptive)
+    specialize += std::string(",comet-recompute-activations{exact-masks=") +
+                  (options.compress == CompressMode::None ? "false" : "true") +
+                  "}";
   if (options.fuseOptimizer)
     specialize += "," + fuseOptimizerPass(*optimizer);
   if (Error e = I.runPipeline(*m, specialize))

@@ -91,6 +91,14 @@ struct EngineFlags {
                            "its window, a byte (comet-compact-pool-indices; "
                            "the same gradients, 8x the bytes)"),
             llvm::cl::init(false), llvm::cl::cat(cat)),
+        recompute(
+            "recompute",
+            llvm::cl::desc("Recompute each BatchNorm (+ ReLU or Clip) output "
+                           "in the backward from the BatchNorm's input "
+                           "instead of keeping it (comet-recompute-"
+                           "activations; exact under --compress none; off "
+                           "under --compress adaptive)"),
+            llvm::cl::init(true), llvm::cl::cat(cat)),
         weightsPath("weights",
                     llvm::cl::desc("Initial weights: an ORT checkpoint, or "
                                    "an .onnx file's initializers; default: "
@@ -117,6 +125,7 @@ struct EngineFlags {
   llvm::cl::opt<double> assumedSzRatio;
   llvm::cl::opt<std::string> workspaceLimit;
   llvm::cl::opt<bool> flatPoolIndices;
+  llvm::cl::opt<bool> recompute;
   llvm::cl::opt<std::string> weightsPath;
   llvm::cl::opt<std::string> dumpIR;
   llvm::cl::opt<bool> fuseOptimizer;
@@ -187,6 +196,7 @@ struct EngineFlags {
     if (!workspaceLimit.empty())
       o.workspaceLimit = std::max<int64_t>(bytesOf(workspaceLimit), 0);
     o.compactPoolIndices = !flatPoolIndices;
+    o.recompute = recompute;
     o.optimizerPath = optimizerPath;
     o.weightsPath = weightsPath;
     o.dumpLoweredIRPath = dumpIR;

@@ -62,6 +62,9 @@ enum class ConsumerKind {
   ShapeOnly,
   /// comet.compress.
   Compress,
+  /// comet.batch_norm_apply's input: the value recomputes a BatchNorm output
+  /// whose own readers set what error it may carry.
+  Recompute,
   /// Anything else (forward ops, unknown ops).
   Other,
 };
@@ -148,7 +151,9 @@ struct ValueInfo {
   /// For result 0 of an InPlaceGradient op (ReluGrad, DropoutGrad,
   /// BatchNormalizationGrad) whose dY dies there: the value whose buffer it
   /// is written into (dY, or the value dY itself was written over). It owns
-  /// no buffer (bytes = 0); that value's buffer lives until its end.
+  /// no buffer (bytes = 0); that value's buffer lives until its end. Also
+  /// for a comet.batch_norm_apply written over the decompressed copy of its
+  /// input that only it reads.
   int inPlaceOf = -1;
 
   bool isCompressedHandle() const { return codec.has_value(); }

@@ -118,6 +118,13 @@ struct EngineOptions {
   /// position in its window, a byte (comet-compact-pool-indices), instead
   /// of flat int64 indices. Exact: the gradients are the same bit for bit.
   bool compactPoolIndices = true;
+  /// Recompute a BatchNorm (+ ReLU or Clip) output in the backward from the
+  /// BatchNorm's input, which its gradient keeps anyway, instead of keeping
+  /// the output (comet-recompute-activations). Exact under
+  /// CompressMode::None (the same bits); compressed, the input's bound
+  /// covers what the recomputed value's readers tolerate. Off under
+  /// CompressMode::Adaptive, whose tuner re-bounds from direct readers only.
+  bool recompute = true;
   /// Makes every Dropout mask of the training graph an extra result, for
   /// dropoutMasks() (a debugging aid: returned masks are not compressed).
   bool returnDropoutMasks = false;

@@ -2,12 +2,15 @@
 //
 // BatchNormInternal (the training form, with saved statistics),
 // BatchNormalization (eval graphs) and LayerNormalization. Their gradients
-// are one call each, declared in ODS (`runtimeCall`).
+// are one call each, declared in ODS (`runtimeCall`). comet.batch_norm_apply
+// (a BatchNorm output recomputed in the backward) is batch_norm_apply.
 //
 //===----------------------------------------------------------------------===//
 #include "RuntimeLowering.h"
 
+#include "comet/Dialect/Comet/IR/CometOps.h"
 #include "comet/Dialect/ONNX/IR/ONNXOps.h"
+#include "comet/runtime/abi.h"
 
 using namespace mlir;
 using namespace comet;
@@ -60,6 +63,23 @@ struct BatchNormalizationLowering
   }
 };
 
+struct BatchNormApplyLowering : OpRuntimeLoweringPattern<BatchNormApplyOp> {
+  LogicalResult lowerOp(BatchNormApplyOp o,
+                        RuntimeLowering &rt) const override {
+    int64_t act = llvm::StringSwitch<int64_t>(o.getActivation())
+                      .Case("relu", COMET_RT_BN_ACT_RELU)
+                      .Case("clip", COMET_RT_BN_ACT_CLIP)
+                      .Default(COMET_RT_BN_ACT_NONE);
+    SmallVector<Value> args;
+    for (unsigned i = 0; i < 5; ++i)
+      args.push_back(rt.operand(o, i));
+    args.append({rt.result(o, 0), rt.i64(act),
+                 rt.f32(o.getLo().convertToFloat()),
+                 rt.f32(o.getHi().convertToFloat())});
+    return rt.call(Fn::batch_norm_apply, args);
+  }
+};
+
 struct LayerNormalizationLowering
     : OpRuntimeLoweringPattern<LayerNormalizationOp> {
   LogicalResult lowerOp(LayerNormalizationOp o,
@@ -81,5 +101,5 @@ struct LayerNormalizationLowering
 void comet::populateNormalizationLoweringPatterns(
     RuntimeLoweringPatternSet &patterns) {
   patterns.add<BatchNormInternalLowering, BatchNormalizationLowering,
-               LayerNormalizationLowering>();
+               BatchNormApplyLowering, LayerNormalizationLowering>();
 }

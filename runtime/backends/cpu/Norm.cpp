@@ -28,8 +28,9 @@ int64_t bitsOf(float v) {
 
 /// y = act(bn_affine(x)) over [n, c, hw], a channel's rows at a time.
 static void applyChannels(const float *x, const float *scale, const float *bias,
-                   const float *mean, const float *inv, float *y, int64_t n,
-                   int64_t c, int64_t hw, int64_t act, float lo, float hi) {
+                          const float *mean, const float *inv, float *y,
+                          int64_t n, int64_t c, int64_t hw, int64_t act,
+                          float lo, float hi) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch) {

@@ -314,3 +314,37 @@ func.func @update_mode(%w: tensor<4xf32>, %lr: tensor<1xf32>, %s: tensor<1xi64>)
 func.func @fused_unknown() attributes {comet.fused_optimizer = "lamb"} {
   return
 }
+
+// -----
+
+// comet.batch_norm_apply: an f32 input of rank 2 to 5, a result of its
+// type, per-channel vectors of its channel count, a known activation.
+func.func @bn_apply_rank(%x: tensor<6xf32>, %c: tensor<6xf32>) {
+  // expected-error @+1 {{expects an f32 input of rank 2 to 5, got 'tensor<6xf32>'}}
+  %y = comet.batch_norm_apply %x, %c, %c, %c, %c : (tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @bn_apply_result(%x: tensor<2x3xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{expects a result of the input's type 'tensor<2x3xf32>', got 'tensor<3x2xf32>'}}
+  %y = comet.batch_norm_apply %x, %c, %c, %c, %c : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @bn_apply_channels(%x: tensor<2x3xf32>, %c: tensor<3xf32>, %m: tensor<4xf32>) {
+  // expected-error @+1 {{expects saved_mean to be an f32 vector of the input's 3 channels, got 'tensor<4xf32>'}}
+  %y = comet.batch_norm_apply %x, %c, %c, %m, %c : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @bn_apply_activation(%x: tensor<2x3xf32>, %c: tensor<3xf32>) {
+  // expected-error @+1 {{activation must be none, relu or clip, got 'gelu'}}
+  %y = comet.batch_norm_apply %x, %c, %c, %c, %c {activation = "gelu"} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}

@@ -75,3 +75,16 @@ func.func @updates(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: 
   comet.optimizer_update "sgd_v2" %w, %g lr %lr : tensor<1xf32> step %s : tensor<1xi64> : tensor<4xf32>, tensor<4xf32>
   return
 }
+
+// A BatchNorm output recomputed from its input and saved statistics, with
+// each activation; the defaults (none, lo = hi = 0) are not printed.
+// CHECK-LABEL: func.func @batch_norm_apply
+// CHECK: comet.batch_norm_apply %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+// CHECK: comet.batch_norm_apply {{.*}} {activation = "relu"} : (tensor<2x3x4x4xf32>,
+// CHECK: comet.batch_norm_apply {{.*}} {activation = "clip", hi = 6.000000e+00 : f32} : (tensor<2x3xf32>,
+func.func @batch_norm_apply(%x: tensor<2x3x4x4xf32>, %x2: tensor<2x3xf32>, %c: tensor<3xf32>) {
+  %a = comet.batch_norm_apply %x, %c, %c, %c, %c : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  %b = comet.batch_norm_apply %x, %c, %c, %c, %c {activation = "relu"} : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  %d = comet.batch_norm_apply %x2, %c, %c, %c, %c {activation = "clip", lo = 0.0 : f32, hi = 6.0 : f32} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}

@@ -120,5 +120,32 @@ LogicalResult OptimizerUpdateOp::verify() {
   return success();
 }
 
+LogicalResult BatchNormApplyOp::verify() {
+  auto x = cast<RankedTensorType>(getX().getType());
+  if (!x.getElementType().isF32() || x.getRank() < 2 || x.getRank() > 5)
+    return emitOpError("expects an f32 input of rank 2 to 5, got ") << x;
+  if (getY().getType() != x)
+    return emitOpError("expects a result of the input's type ")
+           << x << ", got " << getY().getType();
+  int64_t c = x.getDimSize(1);
+  for (auto [v, what] :
+       {std::pair{getScale(), "scale"}, std::pair{getBias(), "bias"},
+        std::pair{getSavedMean(), "saved_mean"},
+        std::pair{getSavedInvStd(), "saved_inv_std"}}) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!t.getElementType().isF32() || t.getRank() != 1 ||
+        (c != ShapedType::kDynamic && !t.isDynamicDim(0) &&
+         t.getDimSize(0) != c))
+      return emitOpError("expects ")
+             << what << " to be an f32 vector of the input's " << c
+             << " channels, got " << t;
+  }
+  StringRef act = getActivation();
+  if (act != "none" && act != "relu" && act != "clip")
+    return emitOpError("activation must be none, relu or clip, got '")
+           << act << "'";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "comet/Dialect/Comet/IR/CometOps.cpp.inc"

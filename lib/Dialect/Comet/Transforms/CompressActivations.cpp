@@ -153,6 +153,10 @@ struct Plan {
   Codec codec;
   /// Consumer ops that form weight gradients from it (for the bound).
   SmallVector<Operation *, 2> gradConsumers;
+  /// Weight gradients that read a BatchNorm output recomputed from it
+  /// (comet.batch_norm_apply), with whether that output is dense (no
+  /// activation): its error is this value's times |scale| / std.
+  SmallVector<std::pair<Operation *, bool>, 2> recomputedConsumers;
   int64_t bytes = 0;
   int64_t storedBytes = 0;
   /// The saving window is [cand.lastNear + 1, saveEnd): up to the first far
@@ -333,6 +337,8 @@ LogicalResult CompressActivationsPass::validateOptions(std::string &err) {
     err = "memory-budget is only used with policy=budget";
   else if (!(invStdPrior > 0))
     err = "inv-std-prior must be positive";
+  else if (!(scalePrior > 0) || !std::isfinite(scalePrior))
+    err = "scale-prior must be positive";
   else if (!(sigmaFactor > 0) || !(nonZeroPrior > 0) || nonZeroPrior > 1 ||
            !(gradPrior > 0) || !(momentumPrior > 0) || !(acgcEnergy > 0) ||
            !(acgcNormRatio > 0) || !(noiseFraction > 0) ||
@@ -397,6 +403,30 @@ CompressActivationsPass::chooseCodec(const ActivationLiveness &la,
       break;
     case ConsumerKind::ShapeOnly:
       break;
+    case ConsumerKind::Recompute: {
+      // The recomputed value's readers decide: weight gradients bound it,
+      // masks and shapes read it as they would the original.
+      auto apply = cast<BatchNormApplyOp>(u.directUser);
+      int rid = la.getId(apply.getY());
+      if (rid < 0) {
+        other = true;
+        break;
+      }
+      bool dense = apply.getActivation() == "none";
+      for (const ValueUse &ru : la.getValue(rid).uses) {
+        if (ru.kind == ConsumerKind::WeightGradInput) {
+          SmallVector<Operation *> ops;
+          collectGradConsumers(ru.directUser, ops);
+          for (Operation *op : ops)
+            plan.recomputedConsumers.push_back({op, dense});
+        } else if (ru.kind != ConsumerKind::ReluMask &&
+                   ru.kind != ConsumerKind::ShapeOnly) {
+          other = true;
+        }
+      }
+      grad = true;
+      break;
+    }
     default: // PoolIndices, Other: kept (docs/liveness.md).
       other = true;
       break;
@@ -437,7 +467,13 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
     }
 
   double eb = 0;
-  for (Operation *op : plan.gradConsumers) {
+  // Direct readers first, then those of a recomputed BatchNorm output.
+  SmallVector<std::pair<Operation *, std::optional<bool>>> consumers;
+  for (Operation *op : plan.gradConsumers)
+    consumers.push_back({op, std::nullopt});
+  for (auto [op, dense] : plan.recomputedConsumers)
+    consumers.push_back({op, dense});
+  for (auto [op, recomputedDense] : consumers) {
     auto consumer = dyn_cast<onnx::SavedActivationOpInterface>(op);
     std::optional<onnx::WeightGradForm> form =
         consumer ? consumer.getWeightGradForm() : std::nullopt;
@@ -461,10 +497,20 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
       nonZero = 1;
       gain = s.invStd.value_or(invStdPrior);
     }
-    plan.tune.push_back(ConsumerAttr::get(
-        consumer->getContext(), toWeightGradKind(*form), paramOf(la, consumer),
-        numTerms, reuse, v.numElements));
-    plan.tuneOps.push_back(consumer);
+    if (recomputedDense) {
+      // The reader sees scale * (x - mean) * inv_std (+ bias, then the
+      // activation, 1-Lipschitz): this value's error times |scale| / std.
+      // Its sparsity is the activation's, not this value's.
+      nonZero = *recomputedDense ? 1.0 : nonZeroPrior;
+      gain = s.invStd.value_or(invStdPrior) * scalePrior;
+    } else {
+      // The tuner re-bounds from the direct readers' statistics only
+      // (Engine keeps recompute off under --compress adaptive).
+      plan.tune.push_back(ConsumerAttr::get(
+          consumer->getContext(), toWeightGradKind(*form),
+          paramOf(la, consumer), numTerms, reuse, v.numElements));
+      plan.tuneOps.push_back(consumer);
+    }
     double e;
     if (rule == BoundRule::Acgc) {
       AcgcBoundParams p;
@@ -638,7 +684,7 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
     }
     const ValueInfo &v = la.getValue(c.valueId);
     p.codec = *cd;
-    p.bytes = v.bytes;
+    p.bytes = v.inPlaceOf >= 0 ? v.tensorBytes : v.bytes;
     p.storedBytes =
         estimateStoredBytes(p.codec, v.numElements, v.tensorBytes, szRatio);
     p.saveEnd = p.codec == Codec::mask && la.fusesMaskDecompress(c)
@@ -693,10 +739,21 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
   DenseMap<Operation *, Operation *> lastInsertedAfter;
   for (Plan *p : toRewrite) {
     const ValueInfo &v = la.getValue(p->cand.valueId);
-    SmallVector<OpOperand *> far;
+    // A recompute reads its own decompressed copy and writes over it
+    // (ActivationLiveness::ValueInfo::inPlaceOf), so the shared copy is
+    // made only before the first other far reader.
+    SmallVector<OpOperand *> far, recomputed;
+    Operation *firstOther = nullptr;
     for (unsigned ui : p->cand.farUses) {
       const ValueUse &u = v.uses[ui];
-      far.push_back(&u.directUser->getOpOperand(u.operandNumber));
+      OpOperand *o = &u.directUser->getOpOperand(u.operandNumber);
+      if (u.kind == ConsumerKind::Recompute) {
+        recomputed.push_back(o);
+        continue;
+      }
+      far.push_back(o);
+      if (!firstOther)
+        firstOther = u.user;
     }
     auto tensorType = cast<RankedTensorType>(v.value.getType());
     auto ctype = CompressedType::get(ctx, tensorType, p->codec);
@@ -704,18 +761,35 @@ void CompressActivationsPass::runOnFunction(FunctionOpInterface func) {
     if (isLossy(p->codec))
       bound = BoundAttr::get(ctx, p->eb, p->slot);
 
-    // Several compresses after one op keep definition order.
+    // Several compresses after one op keep definition order. Where the
+    // last near reader may write its result over the value (Relu,
+    // BatchNormInternal: ActivationLiveness's in-place rule), the compress
+    // goes before it instead, so that the value dies there.
     Operation *after = la.getSchedule()[p->cand.lastNear];
-    Operation *&anchor = lastInsertedAfter[after];
-    b.setInsertionPointAfter(anchor ? anchor : after);
     Location loc = NameLoc::get(StringAttr::get(ctx, v.name + ".compress"),
                                 v.value.getLoc());
-    auto c = CompressOp::create(b, loc, ctype, v.value, bound);
-    anchor = c;
+    CompressOp c;
+    if (p->cand.lastNear > v.def && after->hasTrait<onnx::InPlaceForward>() &&
+        after->getOperand(0) == v.value &&
+        llvm::count(after->getOperands(), v.value) == 1) {
+      b.setInsertionPoint(after);
+      c = CompressOp::create(b, loc, ctype, v.value, bound);
+    } else {
+      Operation *&anchor = lastInsertedAfter[after];
+      b.setInsertionPointAfter(anchor ? anchor : after);
+      c = CompressOp::create(b, loc, ctype, v.value, bound);
+      anchor = c;
+    }
 
-    b.setInsertionPoint(la.getSchedule()[p->cand.firstFar]);
     Location dloc = NameLoc::get(StringAttr::get(ctx, v.name + ".decompress"),
                                  v.value.getLoc());
+    for (OpOperand *o : recomputed) {
+      b.setInsertionPoint(o->getOwner());
+      o->set(DecompressOp::create(b, dloc, tensorType, c.getResult()));
+    }
+    if (far.empty())
+      continue;
+    b.setInsertionPoint(firstOther);
     auto d = DecompressOp::create(b, dloc, tensorType, c.getResult());
     for (OpOperand *o : far)
       o->set(d.getResult());

@@ -74,9 +74,11 @@
 // eb = 0.01 * 1e-3 * sqrt(3) / (1e-3 * sqrt(2 * 0.5)) = 1.7320508e-2.
 
 // CHECK-LABEL: func.func @lenet_like
+// The conv output's last near reader is the Relu, which may write over it:
+// the compress goes before the Relu, so that the conv output dies there.
 // CHECK: %[[C1:.*]] = {{"?}}onnx.Conv{{"?}}(
-// CHECK-NEXT: %[[R1:.*]] = {{"?}}onnx.Relu{{"?}}(%[[C1]])
 // CHECK-NEXT: %[[M:.*]] = comet.compress %[[C1]] : tensor<2x2x4x4xf32> -> !comet.compressed<tensor<2x2x4x4xf32>, mask>
+// CHECK-NEXT: %[[R1:.*]] = {{"?}}onnx.Relu{{"?}}(%[[C1]])
 // CHECK-NEXT: {{"?}}onnx.Constant{{"?}}
 // CHECK-NEXT: %[[F:.*]] = {{"?}}onnx.Reshape{{"?}}(%[[R1]],
 // CHECK-NEXT: {{"?}}onnx.Gemm{{"?}}(%[[F]],
@@ -196,9 +198,11 @@ func.func @several_far_uses(%x: tensor<2x2x6x6xf32> {onnx.name = "input"},
 // it. The Relu output that only ReluGrad reads far away gets the mask codec.
 
 // CHECK-LABEL: func.func @batchnorm
+// (Both compresses precede their value's last near reader, which writes
+// over it in place.)
 // CHECK: %[[C:.*]] = {{"?}}onnx.Conv{{"?}}(
-// CHECK-NEXT: {{"?}}onnx.BatchNormInternal{{"?}}(%[[C]],
 // CHECK-NEXT: comet.compress %[[C]] bound <abs = 0.00306186217{{[0-9]*}}, slot = 0> {comet.tune = [#comet.consumer<kind = batchnorm, param = "bn1.weight", terms = 3.200000e+01, reuse = 1.000000e+00, elements = 64>]} : tensor<2x2x4x4xf32> -> !comet.compressed<tensor<2x2x4x4xf32>, sz>
+// CHECK-NEXT: {{"?}}onnx.BatchNormInternal{{"?}}(%[[C]],
 // CHECK-NEXT: %[[R:.*]] = {{"?}}onnx.Relu{{"?}}(
 // CHECK-NEXT: {{"?}}onnx.ReduceSum{{"?}}(%[[R]],
 // CHECK-NEXT: comet.compress %[[R]] : tensor<2x2x4x4xf32> -> !comet.compressed<tensor<2x2x4x4xf32>, mask>

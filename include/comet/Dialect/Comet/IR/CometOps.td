@@ -95,4 +95,37 @@ def Comet_OptimizerUpdateOp : Comet_Op<"optimizer_update"> {
   }];
 }
 
+def Comet_BatchNormApplyOp : Comet_Op<"batch_norm_apply", [Pure]> {
+  let summary = "BatchNorm's training output again, from the saved statistics";
+  let description = [{
+    Recomputes `act(scale * (x - saved_mean) * saved_inv_std + bias)` per
+    channel (dim 1), where `saved_mean` and `saved_inv_std` are the
+    statistics a training-mode `onnx.BatchNormInternal` saved for its
+    gradient. With that op's own operands it gives its output bit for bit
+    (the runtime's `batch_norm_apply` and `batch_norm_internal` share one
+    expression), then `activation`: `none`, `relu` (as onnx.Relu) or `clip`
+    (as onnx.Clip with bounds `lo` and `hi`).
+    comet-recompute-activations writes it in the backward in place of a
+    BatchNorm (+ ReLU or Clip) output kept alive from the forward.
+
+    ```mlir
+    %r = comet.batch_norm_apply %x, %scale, %b, %mean, %inv_std {activation = "relu"}
+        : (tensor<8x4x6x6xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>,
+           tensor<4xf32>) -> tensor<8x4x6x6xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$x, AnyRankedTensor:$scale,
+                       AnyRankedTensor:$bias, AnyRankedTensor:$saved_mean,
+                       AnyRankedTensor:$saved_inv_std,
+                       DefaultValuedAttr<StrAttr, "\"none\"">:$activation,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$lo,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$hi);
+  let results = (outs AnyRankedTensor:$y);
+  let assemblyFormat = [{
+    $x `,` $scale `,` $bias `,` $saved_mean `,` $saved_inv_std attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // COMET_DIALECT_COMET_IR_COMETOPS_TD

@@ -310,6 +310,89 @@ def CometCompactPoolIndices
   ];
 }
 
+def CometRecomputeActivations
+    : Pass<"comet-recompute-activations", "mlir::ModuleOp"> {
+  let summary = "Recompute BatchNorm (+ ReLU or Clip) outputs in the backward";
+  let description = [{
+    In a conv -> BatchNorm -> ReLU chain, two tensors of one size live from
+    the forward to the backward: the BatchNorm's input X, which
+    BatchNormalizationGrad reads, and the ReLU's output R, which the next
+    layer's weight gradient reads. R is a per-channel affine map of X and
+    the statistics the forward saved, so this pass keeps only X: just before
+    R's first far reader it inserts `comet.batch_norm_apply`, which computes
+    R again from X, the scale, the bias, the saved mean and the saved
+    1/std, bit for bit the forward's values, and moves R's far weight-
+    gradient (and shape) readers onto it. R then dies in the forward.
+
+    A candidate is an ActivationLiveness candidate (`min-bytes`,
+    `min-distance`, as in compress-activations) defined as a training-mode
+    `onnx.BatchNormInternal`'s output, or `onnx.Relu` of it, or `onnx.Clip`
+    of it with constant bounds, whose BatchNorm input is read by its
+    gradient after R's first far reader (so X is alive there anyway).
+
+    ReluGrad's reads of R (its mask) move too unless `exact-masks` (the
+    default): when compress-activations then stores X lossily, a recomputed
+    value within the bound of 0 could change sign, so ReluGrad keeps
+    reading R, which becomes a 1-bit mask, 1/32 of its size. With
+    `exact-masks=false` (X stored raw, `--compress none`) they move, and R
+    is gone entirely.
+
+    A Conv output is recomputed too, by a clone of the Conv just before
+    its first far reader, when the Conv costs at most `max-conv-macs`
+    multiply-adds per output element (input channels / groups x kernel
+    area: a stem on one to three channels, not the layers after it), its
+    input lives past that point anyway (its weight gradient reads it) and
+    its weights are parameters. The clone gives the same bits, so every far
+    reader moves, and nothing of the output is kept.
+
+    compress-activations sees X's read by `comet.batch_norm_apply` as
+    ConsumerKind::Recompute and bounds X's error by what the recomputed
+    value's readers tolerate, divided by the gain |scale| / std.
+
+    Run it after `--comet-specialize-shapes`, `--comet-hoist-masks` and
+    `--comet-compact-pool-indices`, before `--comet-fuse-optimizer` (the
+    recompute reads the scale and bias) and `--comet-compress-activations`.
+
+    Input:
+    ```mlir
+    %y, %rm, %rv, %mean, %inv = onnx.BatchNormInternal(%x, %s, %b, %m0, %v0)
+        {training_mode = 1 : i64} : ...
+    %r = onnx.Relu(%y) : ...
+    ...                                              // the rest of the forward
+    %dr, %dw, %db = onnx.ConvGrad(%g, %r, %w) : ...  // far: R read for dW
+    %dy = onnx.ReluGrad(%dr, %r) : ...
+    %dx, %ds, %dbb = onnx.BatchNormalizationGrad(%dy, %x, %s, %mean, %inv) : ...
+    ```
+    Output:
+    ```mlir
+    ...
+    %r2 = comet.batch_norm_apply %x, %s, %b, %mean, %inv {activation = "relu"} : ...
+    %dr, %dw, %db = onnx.ConvGrad(%g, %r2, %w) : ...
+    %dy = onnx.ReluGrad(%dr, %r) : ...                // with exact-masks
+    %dx, %ds, %dbb = onnx.BatchNormalizationGrad(%dy, %x, %s, %mean, %inv) : ...
+    ```
+  }];
+  let dependentDialects = ["::comet::CometDialect"];
+  let options = [
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"16384",
+           "Smallest value (bytes) worth recomputing">,
+    Option<"minDistance", "min-distance", "int64_t", /*default=*/"4",
+           "Steps after its definition from which a use is far">,
+    Option<"exactMasks", "exact-masks", "bool", /*default=*/"true",
+           "ReluGrad keeps reading the original (a mask once compressed)">,
+    Option<"maxConvMacs", "max-conv-macs", "int64_t", /*default=*/"64",
+           "Recompute a Conv output with at most this many multiply-adds "
+           "per element (0: none)">,
+  ];
+  let statistics = [
+    Statistic<"numRecomputed", "recomputed",
+              "BatchNorm outputs recomputed in the backward">,
+    Statistic<"numConvs", "convs", "Conv outputs recomputed in the backward">,
+    Statistic<"numReadersMoved", "readers-moved",
+              "Far readers moved onto a recomputed value">,
+  ];
+}
+
 def CometCompressActivations
     : Pass<"comet-compress-activations", "mlir::ModuleOp"> {
   let summary = "Keep long-lived activations in compressed form";
@@ -424,6 +507,9 @@ def CometCompressActivations
                         "kept uncompressed"))}]>,
     Option<"invStdPrior", "inv-std-prior", "double", /*default=*/"1.0",
            "Prior of the largest per-channel 1/sqrt(var + eps) of a BatchNorm">,
+    Option<"scalePrior", "scale-prior", "double", /*default=*/"1.0",
+           "Prior of the largest |scale| of a BatchNorm whose output is "
+           "recomputed (comet-recompute-activations)">,
     Option<"batchSize", "batch-size", "int64_t", /*default=*/"32",
            "Size taken by every dynamic dimension">,
     Option<"szRatio", "sz-ratio", "double", /*default=*/"8.0",

@@ -53,6 +53,14 @@ constexpr int64_t kMaxPoolWindowPositions = 256;
 template <typename ConcreteType>
 class InPlaceGradient
     : public mlir::OpTrait::TraitBase<ConcreteType, InPlaceGradient> {};
+
+/// Result 0 may take operand 0's buffer in the forward when operand 0, an
+/// activation this function allocated, dies at the op (Relu over its input,
+/// BatchNormInternal's Y over X): the runtime entries accept the aliasing.
+/// ActivationLiveness decides where (ValueInfo::inPlaceOf).
+template <typename ConcreteType>
+class InPlaceForward
+    : public mlir::OpTrait::TraitBase<ConcreteType, InPlaceForward> {};
 } // namespace comet::onnx
 
 #include "comet/Dialect/ONNX/IR/ONNXInterfaces.h.inc"

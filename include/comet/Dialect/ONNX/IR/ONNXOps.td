@@ -40,6 +40,12 @@ def ONNX_InPlaceGradient : NativeOpTrait<"InPlaceGradient"> {
   let cppNamespace = "::comet::onnx";
 }
 
+// Y may be written over X in the forward where X dies at the op
+// (comet::onnx::InPlaceForward).
+def ONNX_InPlaceForward : NativeOpTrait<"InPlaceForward"> {
+  let cppNamespace = "::comet::onnx";
+}
+
 def ONNX_NoValueOp : Op<ONNX_Dialect, "NoValue", [Pure]> {
   let summary = "[comet] The absent value of an optional ONNX input";
   let description = [{
@@ -97,7 +103,7 @@ def ONNX_ConvOp : ONNX_Op<"Conv", "", "N-d convolution", [Pure]> {
 }
 
 def ONNX_ReluOp : ONNX_Op<"Relu", "", "max(x, 0)",
-    [Pure, ONNX_UnaryElementwise<"Any">]> {
+    [Pure, ONNX_InPlaceForward, ONNX_UnaryElementwise<"Any">]> {
   let arguments = (ins ONNX_Tensor:$X);
   let results = (outs ONNX_Tensor:$Y);
   let runtimeCall = "relu";
@@ -495,7 +501,7 @@ def ONNX_DropoutGradOp : ONNX_Op<"DropoutGrad", "com.microsoft",
 
 def ONNX_BatchNormInternalOp : ONNX_Op<"BatchNormInternal", "com.microsoft",
     "Batch normalization that also returns the saved mean and 1/std",
-    [Pure, ONNX_ResultsLike<[0, 3, 3, 3, 3]>]> {
+    [Pure, ONNX_InPlaceForward, ONNX_ResultsLike<[0, 3, 3, 3, 3]>]> {
   let arguments = (ins ONNX_Tensor:$X, ONNX_Tensor:$scale, ONNX_Tensor:$B,
                        ONNX_Tensor:$input_mean, ONNX_Tensor:$input_var,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
