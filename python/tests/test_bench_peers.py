@@ -208,8 +208,12 @@ def test_short_run_table_json_and_ratios(tmp_path, capsys):
             rep["predicted_peak_bytes"] / rep["peak_bytes"])
         assert r["rss"]["samples"] > 0
         assert rep["steps"] == 3 and rep["batch"] == 8
+    # Uncompressed, ReluGrad reads recomputed values too, so comet-none's
+    # graph keeps fewer activations than comet-static's (whose ReLU masks
+    # stay, as bits): what none would compress is at most what static does.
     assert runs["comet-static"]["saved_bytes_stored"] < \
-        runs["comet-static"]["saved_bytes"] == none["saved_bytes_stored"]
+        runs["comet-static"]["saved_bytes"]
+    assert 0 < none["saved_bytes_stored"] <= runs["comet-static"]["saved_bytes"]
     # The goals: peaks on the allocator figures (RSS beside), step times on
     # CPU time (wall beside), from this run's peers.
     goals = {g["goal"]: g for g in w["goals"]}

@@ -517,6 +517,10 @@ int main(int argc, char **argv) {
   // Both read gradients, which a step that applies the optimizer keeps not.
   if (!dumpGrads.empty() || !measureErrorModel.empty())
     opts.fuseOptimizer = false;
+  // The error model predicts each slot from its direct readers (as the
+  // tuner does): a recomputed value's readers are not among them.
+  if (!measureErrorModel.empty())
+    opts.recompute = false;
   comet::tuner::TunerOptions tunerOpts;
   {
     tunerOpts.rule = boundRule;

@@ -79,12 +79,18 @@ TEST(Contract, AnOutputMayOnlyAliasWhereDeclared) {
     want[i] = x[i] > 0 ? g[i] : 0.0f;
   ASSERT_RT(dev::relu_grad(nullptr, &g, &x, &g));
   EXPECT_EQ(g.v, want.v);
-  // relu does not: Y over X is refused, and X is left as it was.
+  // sigmoid does not: Y over X is refused, and X is left as it was.
   F before = x;
-  EXPECT_EQ(dev::relu(nullptr, &x, &x), COMET_RT_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(lastError(), "relu: y is x's buffer, which this entry does not "
-                         "allow");
+  EXPECT_EQ(dev::sigmoid(nullptr, &x, &x), COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(lastError(), "sigmoid: y is x's buffer, which this entry does "
+                         "not allow");
   EXPECT_EQ(x.v, before.v);
+  // relu declares Y over X (the forward's in-place rule).
+  F want2 = x;
+  for (float &v : want2.v)
+    v = v > 0 ? v : 0.0f;
+  ASSERT_RT(dev::relu(nullptr, &x, &x));
+  EXPECT_EQ(x.v, want2.v);
   // A partial overlap is never allowed: x is elements [0, 8) of a buffer,
   // y elements [2, 10) of the same one.
   F big = randomF({10}, 4), part({10});

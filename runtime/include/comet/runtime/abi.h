@@ -40,7 +40,8 @@ __host__ __device__
 #endif
 static inline float comet_rt_bn_affine(float x, float mean, float inv_std,
                                        float scale, float bias) {
-  return (x - mean) * inv_std * scale + bias;
+  float s = inv_std * scale;
+  return x * s + (bias - mean * s);
 }
 #ifdef __CUDACC__
 __host__ __device__
