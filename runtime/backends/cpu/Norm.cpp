@@ -73,7 +73,8 @@ int32_t run(comet_rt_context *ctx, const batch_norm_internal_args &a) {
       return ok();
     });
   }
-  // Training: the batch statistics (accumulated in double), then the output
+  // Training: the batch statistics (in float, as ONNX Runtime and oneDNN
+  // accumulate them: double sums round differently), then the output
   // through comet_rt_bn_affine from the saved mean and 1/std, the very
   // arithmetic batch_norm_apply repeats when the backward recomputes it.
   int64_t n = x.dim(0), hw = x.numel() / (n * c);
@@ -85,23 +86,23 @@ int32_t run(comet_rt_context *ctx, const batch_norm_internal_args &a) {
   float momentum = a.momentum;
 #pragma omp parallel for schedule(static)
   for (int64_t ch = 0; ch < c; ++ch) {
-    double s = 0;
+    float s = 0;
     for (int64_t i = 0; i < n; ++i) {
       const float *row = px + (i * c + ch) * hw;
 #pragma omp simd reduction(+ : s)
       for (int64_t k = 0; k < hw; ++k)
         s += row[k];
     }
-    double mu = s / double(n * hw), q = 0;
+    float fm = s / float(n * hw), q = 0;
     for (int64_t i = 0; i < n; ++i) {
       const float *row = px + (i * c + ch) * hw;
 #pragma omp simd reduction(+ : q)
       for (int64_t k = 0; k < hw; ++k) {
-        double d = row[k] - mu;
+        float d = row[k] - fm;
         q += d * d;
       }
     }
-    float fm = float(mu), fv = float(q / double(n * hw));
+    float fv = q / float(n * hw);
     // running_* may be input_*'s buffers (in place): read before writing.
     float inMean = a.input_mean.f()[ch], inVar = a.input_var.f()[ch];
     if (a.running_mean.present)
