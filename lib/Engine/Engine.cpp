@@ -584,8 +584,10 @@ Error Engine::compile(const EngineOptions &options) {
     iv.start = returned ? 0 : vi.start;
     iv.end = vi.def < 0 || returned ? pred.numSteps - 1 : vi.end;
     iv.bytes = vi.bytes;
-    if (vi.codec == Codec::sz && !vi.fusedMaskDecompress)
+    if (vi.codec == Codec::sz && !vi.fusedMaskDecompress) {
       iv.szTensorBytes = vi.tensorBytes;
+      iv.slot = vi.slot.value_or(-1);
+    }
     iv.activation = vi.category == ValueCategory::Activation;
     pred.intervals.push_back(iv);
   }

@@ -127,8 +127,8 @@ std::string CompiledStep::bind(Trainer &trainer, float learningRate,
   pred.candidateBytes = p.candidate_bytes;
   for (int64_t i = 0; i < p.num_intervals; ++i) {
     const comet_aot_interval &iv = p.intervals[i];
-    pred.intervals.push_back(
-        {iv.start, iv.end, iv.bytes, iv.sz_tensor_bytes, iv.activation != 0});
+    pred.intervals.push_back({iv.start, iv.end, iv.bytes, iv.sz_tensor_bytes,
+                              iv.activation != 0, iv.slot});
   }
   pred.workspace.assign(p.workspace, p.workspace + p.num_workspace);
   comet_rt_context_set_workspace_limit(trainer.context(), p.workspace_limit);

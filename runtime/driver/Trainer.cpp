@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 namespace comet {
 
@@ -296,9 +297,10 @@ std::string Trainer::bindTrain(Entry entry, const WeightLookup &weights,
   int64_t B = input->shape[0];
   if (B <= 0 || labels->numel % B != 0 || labels->numel == 0)
     return "the training graph's labels input '" + labels->name + "' " +
-           dimsStr(labels->shape) + " does not hold the same number of "
-           "labels for each of the " + std::to_string(B) + " samples of '" +
-           input->name + "'";
+           dimsStr(labels->shape) +
+           " does not hold the same number of "
+           "labels for each of the " +
+           std::to_string(B) + " samples of '" + input->name + "'";
   perSampleLabels = labels->numel / B;
   labelClasses = train.args[labelsArg].valueRange;
   dataValues = input->elemBytes == 8 ? train.args[dataArg].valueRange : 0;
@@ -470,7 +472,8 @@ std::string Trainer::bindEval(Entry entry, const std::string &evalName) {
   if (numLabels != batchSize() * perSampleLabels)
     return evalName + ": the labels input '" + entry.args[lab].name + "' " +
            dimsStr(entry.args[lab].shape) + " must hold " +
-           std::to_string(perSampleLabels) + " label(s) per sample, as in "
+           std::to_string(perSampleLabels) +
+           " label(s) per sample, as in "
            "training";
   const ArgInfo &logits = entry.args.back();
   if (!logits.isResult || logits.shape.size() != 2 ||
@@ -741,8 +744,10 @@ EngineStats Trainer::stats() const {
   s.peakBytes = a.peak_total;
   s.tensorPeakBytes = a.tensor_peak;
   s.steps = steps;
-  // Measured sz ratio calibrates the analysis's estimate of sz handles.
+  // Measured sizes calibrate the analysis's estimate of sz handles: each
+  // handle its slot's last stream, the overall ratio for one not measured.
   int64_t szIn = 0, szOut = 0;
+  std::map<int64_t, std::pair<int64_t, int64_t>> slotBytes;
   for (size_t i = 0; i < siteInfo.size(); ++i) {
     const SiteStats &info = siteInfo[i];
     SiteStats st = info;
@@ -758,6 +763,8 @@ EngineStats Trainer::stats() const {
       if (info.codec == "sz") {
         szIn += rs.last_bytes_in;
         szOut += rs.last_bytes_out;
+        if (info.slot >= 0)
+          slotBytes[info.slot] = {rs.last_bytes_in, rs.last_bytes_out};
       }
     }
     s.activationBytesUncompressed += st.bytesIn;
@@ -784,7 +791,13 @@ EngineStats Trainer::stats() const {
   std::vector<int64_t> dTotal(n + 1, 0), dAct(n + 1, 0);
   for (const MemoryPrediction::Interval &iv : prediction.intervals) {
     int64_t bytes = iv.bytes;
-    if (iv.szTensorBytes > 0 && szRatio > 0)
+    auto measured = slotBytes.find(iv.slot);
+    if (iv.szTensorBytes > 0 && measured != slotBytes.end() &&
+        measured->second.first > 0)
+      bytes = static_cast<int64_t>(
+          std::ceil(double(iv.szTensorBytes) * measured->second.second /
+                    measured->second.first));
+    else if (iv.szTensorBytes > 0 && szRatio > 0)
       bytes = static_cast<int64_t>(std::ceil(iv.szTensorBytes / szRatio));
     int64_t b = std::clamp<int64_t>(iv.start, 0, n - 1);
     int64_t e = std::clamp<int64_t>(iv.end, b, n - 1);

@@ -224,8 +224,9 @@ static void addProgram(Module &mod, const comet::Trainer &t,
   const comet::MemoryPrediction &p = t.memoryPrediction();
   SmallVector<Constant *> intervals;
   for (const comet::MemoryPrediction::Interval &iv : p.intervals)
-    intervals.push_back(b.record({b.i(iv.start), b.i(iv.end), b.i(iv.bytes),
-                                  b.i(iv.szTensorBytes), b.i(iv.activation)}));
+    intervals.push_back(
+        b.record({b.i(iv.start), b.i(iv.end), b.i(iv.bytes),
+                  b.i(iv.szTensorBytes), b.i(iv.activation), b.i(iv.slot)}));
   const comet::OptimizerConfig &o = t.optimizerConfig();
   Constant *program = b.record({
       b.i(COMET_AOT_ABI_VERSION),

@@ -220,6 +220,9 @@ struct MemoryPrediction {
     /// For an sz handle: the bytes of the tensor it stores; 0 otherwise.
     int64_t szTensorBytes = 0;
     bool activation = false;
+    /// For an sz handle: its slot, whose site's measured size it takes
+    /// once a step has compressed it; -1 otherwise.
+    int64_t slot = -1;
   };
   bool valid = false;
   int64_t numSteps = 0;

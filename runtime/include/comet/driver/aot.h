@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define COMET_AOT_ABI_VERSION 6
+#define COMET_AOT_ABI_VERSION 7
 #define COMET_AOT_PROGRAM_SYMBOL "comet_aot_program"
 
 /* One argument of a compiled function, after the runtime context. */
@@ -80,7 +80,7 @@ typedef struct comet_aot_site {
 
 /* A live interval of the memory prediction (comet/driver/Trainer.h). */
 typedef struct comet_aot_interval {
-  int64_t start, end, bytes, sz_tensor_bytes, activation;
+  int64_t start, end, bytes, sz_tensor_bytes, activation, slot;
 } comet_aot_interval;
 
 typedef struct comet_aot_program {
