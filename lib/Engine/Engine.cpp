@@ -570,6 +570,12 @@ Error Engine::compile(const EngineOptions &options) {
     for (Attribute a : rec.getAs<ArrayAttr>("not_selected"))
       bc.notSelected.push_back(cast<StringAttr>(a).str());
   }
+  // What comet-recompute-activations computes again in the backward: its
+  // ops are named after the value they give again.
+  for (Operation *op : liveness.getSchedule())
+    if (auto nl = dyn_cast<NameLoc>(op->getLoc()))
+      if (StringRef n = nl.getName().getValue(); n.consume_back(".recompute"))
+        pred.recomputed.push_back(n.str());
   // What the graph does not see at a step: the workspace its kernel takes,
   // as the context's backend reports it for a ConvGrad (under the
   // workspace limit); other kernels' scratchpads are left out.

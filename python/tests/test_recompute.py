@@ -169,6 +169,11 @@ def test_peak_drops_and_is_predicted(tmp_path, mixed_dir):
             reports[compress, tag] = json.loads(rep.read_text())
     on, off = reports["none", "on"], reports["none", "off"]
     assert on["loss_history"] == off["loss_history"]
+    # The report names what the backward computes again: the two ReLU
+    # outputs and the first ReLU6 output (graph names of the exporter).
+    for compress in ("none", "static"):
+        assert len(reports[compress, "on"]["recomputed"]) == 3, compress
+        assert reports[compress, "off"]["recomputed"] == [], compress
     for compress in ("none", "static"):
         on, off = reports[compress, "on"], reports[compress, "off"]
         assert on["tensor_peak_bytes"] < off["tensor_peak_bytes"], compress

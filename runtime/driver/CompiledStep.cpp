@@ -131,6 +131,8 @@ std::string CompiledStep::bind(Trainer &trainer, float learningRate,
                               iv.activation != 0, iv.slot});
   }
   pred.workspace.assign(p.workspace, p.workspace + p.num_workspace);
+  for (int64_t i = 0; i < p.num_recomputed; ++i)
+    pred.recomputed.push_back(p.recomputed[i]);
   comet_rt_context_set_workspace_limit(trainer.context(), p.workspace_limit);
   trainer.setPrediction(std::move(pred));
   OptimizerConfig c;

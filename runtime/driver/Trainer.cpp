@@ -736,6 +736,7 @@ void Trainer::resetPeaks() { comet_rt_alloc_reset_peaks(rt.get()); }
 EngineStats Trainer::stats() const {
   EngineStats s;
   s.budget = prediction.budget;
+  s.recomputed = prediction.recomputed;
   comet_rt_alloc_stats a;
   comet_rt_alloc_get_stats(rt.get(), &a);
   for (int c = 0; c < COMET_RT_MEM_NUM_CATEGORIES; ++c)

@@ -474,6 +474,9 @@ void printSummary(const RunResult &r) {
          st.peakBytes, st.tensorPeakBytes, st.predictedPeakBytes,
          st.activationBytesUncompressed, st.activationBytesCompressed,
          ratioOf(st));
+  if (!st.recomputed.empty())
+    printf("recomputed in the backward instead of kept: %zu values\n",
+           st.recomputed.size());
   if (const BudgetChoice &bc = st.budget; bc.bytes > 0)
     printf("memory budget %" PRId64 " B: %s (%" PRId64
            " compressed, %zu left raw; predicted %" PRId64
@@ -628,6 +631,11 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   j.member("predicted_peak_bytes", st.predictedPeakBytes);
   j.member("predicted_tensor_peak_bytes", st.predictedTensorPeakBytes);
   j.member("predicted_workspace_bytes", st.predictedWorkspaceBytesAtPeak);
+  j.key("recomputed");
+  j.arrayBegin();
+  for (const std::string &n : st.recomputed)
+    j.value(n);
+  j.arrayEnd();
   j.key("memory_budget");
   if (st.budget.bytes > 0) {
     // The choice made when compiling, and how it turned out.

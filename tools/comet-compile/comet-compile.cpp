@@ -227,6 +227,9 @@ static void addProgram(Module &mod, const comet::Trainer &t,
     intervals.push_back(
         b.record({b.i(iv.start), b.i(iv.end), b.i(iv.bytes),
                   b.i(iv.szTensorBytes), b.i(iv.activation), b.i(iv.slot)}));
+  SmallVector<Constant *> recomputed;
+  for (const std::string &n : p.recomputed)
+    recomputed.push_back(b.str(n));
   const comet::OptimizerConfig &o = t.optimizerConfig();
   Constant *program = b.record({
       b.i(COMET_AOT_ABI_VERSION),
@@ -258,6 +261,8 @@ static void addProgram(Module &mod, const comet::Trainer &t,
       b.i(p.workspace.size()),
       b.i64s(p.workspace),
       b.i(comet_rt_context_workspace_limit(t.context())),
+      b.i(p.recomputed.size()),
+      b.array(recomputed, ".recomputed"),
   });
   new GlobalVariable(mod, program->getType(), true,
                      GlobalValue::ExternalLinkage, program,

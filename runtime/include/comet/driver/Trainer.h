@@ -199,6 +199,8 @@ struct EngineStats {
   int64_t predictedTensorPeakBytes = 0;
   std::vector<SiteStats> sites;
   BudgetChoice budget;
+  /// MemoryPrediction::recomputed.
+  std::vector<std::string> recomputed;
   int64_t steps = 0;
   /// Tensor bytes after each op of the training graph, as predicted.
   std::vector<int64_t> predictedTimeline;
@@ -237,6 +239,9 @@ struct MemoryPrediction {
   /// compressed (the baseline's side of the activation comparison).
   int64_t candidateBytes = 0;
   BudgetChoice budget;
+  /// The values the backward computes again instead of keeping them
+  /// (comet-recompute-activations), by ONNX name.
+  std::vector<std::string> recomputed;
 };
 
 /// A parameter's initial value as a weights source holds it.

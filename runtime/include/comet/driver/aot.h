@@ -119,6 +119,9 @@ typedef struct comet_aot_program {
   /* The compiling engine's workspace limit, which the launcher's context
    * takes (comet_rt_context_set_workspace_limit). */
   int64_t workspace_limit;
+  /* The values the backward computes again (MemoryPrediction::recomputed). */
+  int64_t num_recomputed;
+  const char *const *recomputed;
 } comet_aot_program;
 
 #ifdef __cplusplus
