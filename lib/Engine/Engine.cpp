@@ -470,6 +470,90 @@ static std::string fuseOptimizerPass(const OptimizerConfig &c) {
   return s + "}";
 }
 
+/// The values to recompute under a memory budget: of the values the pass
+/// would recompute (largest first), the fewest that, with the fewest
+/// compressions compress-activations then picks, fit the budget, fewer
+/// compressions winning over fewer recomputes (recompute is exact,
+/// compression lossy). Each choice is tried on a copy of the graph.
+Expected<RecomputeChoice>
+Engine::Impl::chooseRecompute(ModuleOp specialized, StringRef recomputePass,
+                              StringRef fuse, const OptimizerConfig &optimizer,
+                              StringRef batch) {
+  RecomputeChoice out;
+  // What the pass recomputes, with each value's size.
+  OwningOpRef<ModuleOp> all = specialized.clone();
+  if (Error e = runPipeline(*all, (recomputePass + "}").str()))
+    return std::move(e);
+  SmallVector<std::pair<int64_t, std::string>> values;
+  {
+    func::FuncOp f = mainFunc(*all);
+    ActivationLiveness la(f);
+    LivenessOptions lo;
+    lo.dynamicDimSize = opts.batchSize;
+    la.setOptions(lo);
+    for (Operation *op : la.getSchedule())
+      if (auto nl = dyn_cast<NameLoc>(op->getLoc()))
+        if (StringRef n = nl.getName().getValue();
+            n.consume_back(".recompute") && op->getNumResults() == 1)
+          values.push_back(
+              {la.getValue(la.getId(op->getResult(0))).tensorBytes, n.str()});
+  }
+  llvm::stable_sort(
+      values, [](const auto &a, const auto &b) { return a.first > b.first; });
+  out.candidates = values.size();
+  struct Trial {
+    size_t k;
+    int64_t compressed;
+    bool fits;
+  };
+  std::optional<Trial> best;
+  for (size_t k = 0; k <= values.size(); ++k) {
+    OwningOpRef<ModuleOp> trial = specialized.clone();
+    std::string pipeline;
+    if (k > 0) {
+      pipeline = (recomputePass + " only=").str();
+      for (size_t i = 0; i < k; ++i)
+        pipeline += (i ? "," : "") + values[i].second;
+      pipeline += "}";
+    }
+    pipeline += fuse.str();
+    if (!pipeline.empty() && pipeline[0] == ',')
+      pipeline.erase(0, 1);
+    if (!pipeline.empty())
+      if (Error e = runPipeline(*trial, pipeline))
+        return std::move(e);
+    auto budget = budgetOptions(*trial, optimizer);
+    if (!budget)
+      return budget.takeError();
+    std::string compress =
+        "comet-compress-activations{batch-size=" + batch.str() + " " +
+        opts.compressOptions + " " + *budget + "}";
+    // The pass warns when the budget is out of reach: the trial's business.
+    ScopedDiagnosticHandler quiet(trial->getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (Error e = runPipeline(*trial, compress))
+      return std::move(e);
+    auto rec = mainFunc(*trial)->getAttrOfType<DictionaryAttr>(
+        CometDialect::kBudgetAttrName);
+    if (!rec)
+      return err("the memory budget's trial left no comet.budget record");
+    Trial t{k, rec.getAs<IntegerAttr>("compressed").getInt(),
+            rec.getAs<IntegerAttr>("predicted_peak").getInt() <=
+                rec.getAs<IntegerAttr>("bytes").getInt()};
+    if (!best || (t.fits && !best->fits) ||
+        (t.fits == best->fits && t.compressed < best->compressed))
+      best = t;
+    // More recomputes cannot need fewer than no compression.
+    if (t.fits && t.compressed == 0)
+      break;
+  }
+  if (best && !best->fits)
+    best->k = values.size(); // Unreachable: everything, as compression does.
+  for (size_t i = 0; best && i < best->k; ++i)
+    out.names.push_back(values[i].second);
+  return out;
+}
+
 Error Engine::compile(const EngineOptions &options) {
   Impl &I = *impl;
   if (I.compiled)
@@ -506,14 +590,37 @@ Error Engine::compile(const EngineOptions &options) {
   // Recomputed outputs read the scale and bias: before the optimizer's
   // updates are placed. ReluGrad reads a recomputed value only when the
   // input stays raw (exact); compressed, it keeps a 1-bit mask.
-  if (options.recompute && options.compress != CompressMode::Adaptive)
-    specialize += std::string(",comet-recompute-activations{exact-masks=") +
-                  (options.compress == CompressMode::None ? "false" : "true") +
-                  "}";
-  if (options.fuseOptimizer)
-    specialize += "," + fuseOptimizerPass(*optimizer);
-  if (Error e = I.runPipeline(*m, specialize))
-    return e;
+  bool recompute =
+      options.recompute && options.compress != CompressMode::Adaptive;
+  std::string recomputePass =
+      std::string("comet-recompute-activations{exact-masks=") +
+      (options.compress == CompressMode::None ? "false" : "true");
+  std::string fuse =
+      options.fuseOptimizer ? "," + fuseOptimizerPass(*optimizer) : "";
+  // With a budget, which values to recompute is the budget's choice too.
+  std::optional<RecomputeChoice> choice;
+  if (recompute && options.memoryBudget > 0 &&
+      options.compress != CompressMode::None) {
+    if (Error e = I.runPipeline(*m, specialize))
+      return e;
+    auto c = I.chooseRecompute(*m, recomputePass, fuse, *optimizer, b);
+    if (!c)
+      return c.takeError();
+    choice = std::move(*c);
+    std::string rest = fuse.empty() ? "" : fuse.substr(1);
+    if (!choice->names.empty())
+      rest = recomputePass + " only=" + llvm::join(choice->names, ",") + "}" +
+             fuse;
+    if (!rest.empty())
+      if (Error e = I.runPipeline(*m, rest))
+        return e;
+  } else {
+    if (recompute)
+      specialize += "," + recomputePass + "}";
+    specialize += fuse;
+    if (Error e = I.runPipeline(*m, specialize))
+      return e;
+  }
   auto budget = I.budgetOptions(*m, *optimizer);
   if (!budget)
     return budget.takeError();
@@ -569,6 +676,10 @@ Error Engine::compile(const EngineOptions &options) {
     bc.compressed = rec.getAs<IntegerAttr>("compressed").getInt();
     for (Attribute a : rec.getAs<ArrayAttr>("not_selected"))
       bc.notSelected.push_back(cast<StringAttr>(a).str());
+    if (choice) {
+      bc.recomputeCandidates = choice->candidates;
+      bc.recomputed = choice->names.size();
+    }
   }
   // What comet-recompute-activations computes again in the backward: its
   // ops are named after the value they give again.

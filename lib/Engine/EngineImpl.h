@@ -95,6 +95,11 @@ struct Engine::Impl {
   /// The extra compress-activations options for opts.memoryBudget, given
   /// the optimizer's state bytes, and the part of the budget left to the
   /// graph; checks the options.
+  /// The values to recompute under a memory budget (Engine.cpp).
+  llvm::Expected<RecomputeChoice>
+  chooseRecompute(mlir::ModuleOp specialized, llvm::StringRef recomputePass,
+                  llvm::StringRef fuse, const OptimizerConfig &optimizer,
+                  llvm::StringRef batch);
   llvm::Expected<std::string> budgetOptions(mlir::ModuleOp specialized,
                                             const OptimizerConfig &optimizer);
   llvm::Error setupEval(llvm::StringRef evalPath);

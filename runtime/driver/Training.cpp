@@ -282,10 +282,10 @@ std::string TrainingData::makeLoader(const Trainer &trainer) {
 }
 
 int64_t TrainingData::next(void *data, int64_t *labels) {
-  return tokens ? comet_rt_loader_next_tokens(
-                      loader, static_cast<int64_t *>(data), labels)
-                : comet_rt_loader_next(loader, static_cast<float *>(data),
-                                       labels);
+  return tokens
+             ? comet_rt_loader_next_tokens(loader, static_cast<int64_t *>(data),
+                                           labels)
+             : comet_rt_loader_next(loader, static_cast<float *>(data), labels);
 }
 
 bool TrainingData::nextBatch(void *data, int64_t *labels, int64_t epoch) {
@@ -311,10 +311,9 @@ const TrainingData::TestSamples &TrainingData::testSamples(int64_t limit) {
   if (tokens) {
     testCache.tokens.resize(n * perSample);
     for (int64_t i = 0; i < n; ++i)
-      comet_rt_dataset_get_tokens(test, i,
-                                  testCache.tokens.data() + i * perSample,
-                                  testCache.labels.data() +
-                                      i * perSampleLabels);
+      comet_rt_dataset_get_tokens(
+          test, i, testCache.tokens.data() + i * perSample,
+          testCache.labels.data() + i * perSampleLabels);
     return testCache;
   }
   testCache.images.resize(n * perSample);
@@ -479,12 +478,13 @@ void printSummary(const RunResult &r) {
            st.recomputed.size());
   if (const BudgetChoice &bc = st.budget; bc.bytes > 0)
     printf("memory budget %" PRId64 " B: %s (%" PRId64
-           " compressed, %zu left raw; predicted %" PRId64
+           " compressed, %zu left raw, %" PRId64 " of %" PRId64
+           " recomputable recomputed; predicted %" PRId64
            " B at sz %.1fx when compiled, %" PRId64
            " B at the measured ratio)\n",
            bc.bytes, st.peakBytes <= bc.bytes ? "met" : "MISSED", bc.compressed,
-           bc.notSelected.size(), bc.predictedPeakBytes, bc.assumedSzRatio,
-           st.predictedPeakBytes);
+           bc.notSelected.size(), bc.recomputed, bc.recomputeCandidates,
+           bc.predictedPeakBytes, bc.assumedSzRatio, st.predictedPeakBytes);
   fflush(stdout);
 }
 
@@ -648,6 +648,8 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
     j.member("predicted_peak_bytes", st.predictedPeakBytes);
     j.member("measured_peak_bytes", st.peakBytes);
     j.member("compressed", bc.compressed);
+    j.member("recomputed", bc.recomputed);
+    j.member("recompute_candidates", bc.recomputeCandidates);
     j.key("not_selected");
     j.arrayBegin();
     for (const std::string &n : bc.notSelected)

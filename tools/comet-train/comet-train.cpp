@@ -630,13 +630,16 @@ int main(int argc, char **argv) {
   if (const comet::BudgetChoice bc = engine.stats().budget; bc.bytes > 0) {
     if (!quiet)
       outs() << format("  memory budget %ld B: %ld values compressed, %zu "
-                       "left raw, predicted peak %ld B at sz %.1fx\n",
+                       "left raw, %ld of %ld recomputable recomputed, "
+                       "predicted peak %ld B at sz %.1fx\n",
                        bc.bytes, bc.compressed, bc.notSelected.size(),
+                       bc.recomputed, bc.recomputeCandidates,
                        bc.predictedPeakBytes, bc.assumedSzRatio);
     if (bc.predictedPeakBytes > bc.bytes)
       errs() << format("comet-train: warning: the memory budget of %ld B is "
                        "not reachable by compression: the predicted peak "
-                       "with every candidate compressed is %ld B\n",
+                       "with every candidate compressed (and every "
+                       "recomputable value recomputed) is %ld B\n",
                        bc.bytes, bc.predictedPeakBytes);
   }
   if (!dumpGrads.empty())

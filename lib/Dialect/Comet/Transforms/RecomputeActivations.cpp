@@ -19,6 +19,8 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <limits>
 
 namespace comet {
@@ -166,11 +168,30 @@ struct RecomputeActivationsPass
                                "be non-negative and min-distance at least 1");
       return signalPassFailure();
     }
+    matched.clear();
     for (Operation &op : getOperation().getBody()->getOperations())
       if (auto func = dyn_cast<FunctionOpInterface>(op))
         if (!func.isExternal())
           runOnFunction(func);
+    // A misspelt name would silently recompute nothing.
+    for (const std::string &n : onlyNames)
+      if (!matched.contains(n)) {
+        getOperation().emitError("comet-recompute-activations: '")
+            << n << "' is not a recomputable value";
+        return signalPassFailure();
+      }
   }
+
+  /// Whether only= (when given) lists `name`; notes the match.
+  bool selected(StringRef name) {
+    if (onlyNames.empty())
+      return true;
+    if (!llvm::is_contained(onlyNames, name))
+      return false;
+    matched.insert(name);
+    return true;
+  }
+  llvm::StringSet<> matched;
 
   void runOnFunction(FunctionOpInterface func) {
     const auto &la = getChildAnalysis<ActivationLiveness>(func);
@@ -190,7 +211,7 @@ struct RecomputeActivationsPass
     for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
       const ValueInfo &v = la.getValue(c.valueId);
       std::optional<Recipe> rc = recipeOf(v.value);
-      if (!rc)
+      if (!rc || !selected(v.name))
         continue;
       // The far readers that may read a recomputed value: weight gradients
       // and shape reads always; ReLU masks only when asked, since from a
@@ -238,7 +259,8 @@ struct RecomputeActivationsPass
       std::optional<ConvRewrite> cr =
           cheapConvImpl<ConvRewrite>(la, c, maxConvMacs, exactMasks);
       if (!cr || keptInputs.contains(la.getValue(c.valueId).value) ||
-          recomputedValues.contains(cr->conv->getOperand(0)))
+          recomputedValues.contains(cr->conv->getOperand(0)) ||
+          !selected(la.getValue(c.valueId).name))
         continue;
       convRewrites.push_back(std::move(*cr));
     }

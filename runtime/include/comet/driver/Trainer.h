@@ -170,6 +170,15 @@ struct BudgetChoice {
   /// Values compressed, and the candidates left raw (by name).
   int64_t compressed = 0;
   std::vector<std::string> notSelected;
+  /// Values recomputed in the backward, of those that could be
+  /// (MemoryPrediction::recomputed names them).
+  int64_t recomputed = 0, recomputeCandidates = 0;
+};
+
+/// What a memory budget chose to recompute: the names, of `candidates`.
+struct RecomputeChoice {
+  std::vector<std::string> names;
+  int64_t candidates = 0;
 };
 
 struct EngineStats {

@@ -7,6 +7,8 @@
 // RUN: comet-opt %s -split-input-file --comet-memory-report 2>&1 >/dev/null | FileCheck %s --check-prefix=BEFORE
 // RUN: comet-opt %s -split-input-file -mlir-print-debuginfo=false --comet-recompute-activations="min-bytes=0 min-distance=3 max-conv-macs=8" | FileCheck %s --check-prefix=MACS
 // RUN: not comet-opt %s --comet-recompute-activations="min-distance=0" 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: comet-opt %s -mlir-print-debuginfo=false --comet-recompute-activations="min-bytes=0 min-distance=3 only=relu1" | FileCheck %s --check-prefix=ONLY
+// RUN: not comet-opt %s --comet-recompute-activations="min-bytes=0 min-distance=3 only=nosuch" 2>&1 | FileCheck %s --check-prefix=ERR-ONLY
 
 // conv -> BatchNorm -> ReLU -> conv: the ReLU output R is read in the
 // backward by conv2's weight gradient and by ReluGrad; the conv output X by
@@ -49,6 +51,13 @@
 // SZ-NEXT: onnx.ReluGrad(%{{.*}}, %[[M]])
 // SZ-NEXT: %[[D2:.*]] = comet.decompress %[[HX]]
 // SZ-NEXT: onnx.BatchNormalizationGrad(%{{.*}}, %[[D2]],
+// only= (a memory budget's choice) names the values to recompute (all
+// functions in one module): relu1 is, the ReLU6 output is not.
+// ONLY-LABEL: func.func @conv_bn_relu(
+// ONLY: comet.batch_norm_apply {{.*}}{activation = "relu"}
+// ONLY-LABEL: func.func @conv_bn_relu6(
+// ONLY-NOT: comet.batch_norm_apply
+// ONLY: return
 // GAIN-LABEL: func.func @conv_bn_relu
 // GAIN: comet.compress %{{.*}} bound <abs = 0.00108253175{{[0-9]*}}, slot = 0>
 
@@ -144,6 +153,7 @@ func.func @left_alone(%x: tensor<2x2x4x4xf32>, %scale: tensor<2xf32>, %bias: ten
 }
 
 // ERR: comet-recompute-activations: min-bytes must be non-negative and min-distance at least 1
+// ERR-ONLY: comet-recompute-activations: 'nosuch' is not a recomputable value
 
 // -----
 

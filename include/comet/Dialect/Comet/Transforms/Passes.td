@@ -345,6 +345,10 @@ def CometRecomputeActivations
     its weights are parameters. The clone gives the same bits, so every far
     reader moves, and nothing of the output is kept.
 
+    `only=a,b` recomputes only the listed values (a memory budget's choice;
+    the Engine passes it); a listed name that is not recomputable is an
+    error.
+
     compress-activations sees X's read by `comet.batch_norm_apply` as
     ConsumerKind::Recompute and bounds X's error by what the recomputed
     value's readers tolerate, divided by the gain |scale| / std.
@@ -383,6 +387,10 @@ def CometRecomputeActivations
     Option<"maxConvMacs", "max-conv-macs", "int64_t", /*default=*/"64",
            "Recompute a Conv output with at most this many multiply-adds "
            "per element (0: none)">,
+    ListOption<"onlyNames", "only", "std::string",
+               "Recompute only these values (by name; a memory budget's "
+               "choice); a listed name that is not recomputable is an "
+               "error">,
   ];
   let statistics = [
     Statistic<"numRecomputed", "recomputed",
