@@ -470,68 +470,81 @@ static std::string fuseOptimizerPass(const OptimizerConfig &c) {
   return s + "}";
 }
 
+/// Pass pipeline stages joined with ",", empty ones left out.
+static std::string joinStages(ArrayRef<std::string> stages) {
+  std::string out;
+  for (const std::string &s : stages)
+    if (!s.empty())
+      out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+std::string Engine::Impl::recomputeStage(ArrayRef<std::string> only) const {
+  // ReluGrad reads a recomputed value only when the input stays raw
+  // (exact); compressed, it keeps a 1-bit mask.
+  std::string s = "comet-recompute-activations{exact-masks=";
+  s += opts.compress == CompressMode::None ? "false" : "true";
+  if (!only.empty())
+    s += " only=" + llvm::join(only, ",");
+  return s + "}";
+}
+
+std::string Engine::Impl::compressStage(StringRef batch,
+                                        StringRef budgetOptions) const {
+  std::string o = opts.compressOptions;
+  if (!budgetOptions.empty())
+    o += (o.empty() ? "" : " ") + budgetOptions.str();
+  return "comet-compress-activations{batch-size=" + batch.str() +
+         (o.empty() ? "" : " " + o) + "}";
+}
+
 /// The values to recompute under a memory budget: of the values the pass
 /// would recompute (largest first), the fewest that, with the fewest
 /// compressions compress-activations then picks, fit the budget, fewer
 /// compressions winning over fewer recomputes (recompute is exact,
 /// compression lossy). Each choice is tried on a copy of the graph.
 Expected<RecomputeChoice>
-Engine::Impl::chooseRecompute(ModuleOp specialized, StringRef recomputePass,
-                              StringRef fuse, const OptimizerConfig &optimizer,
+Engine::Impl::chooseRecompute(ModuleOp specialized, StringRef fuse,
+                              const OptimizerConfig &optimizer,
                               StringRef batch) {
-  RecomputeChoice out;
   // What the pass recomputes, with each value's size.
   OwningOpRef<ModuleOp> all = specialized.clone();
-  if (Error e = runPipeline(*all, (recomputePass + "}").str()))
+  if (Error e = runPipeline(*all, recomputeStage({})))
     return std::move(e);
   SmallVector<std::pair<int64_t, std::string>> values;
-  {
-    func::FuncOp f = mainFunc(*all);
-    ActivationLiveness la(f);
-    LivenessOptions lo;
-    lo.dynamicDimSize = opts.batchSize;
-    la.setOptions(lo);
-    for (Operation *op : la.getSchedule())
-      if (auto nl = dyn_cast<NameLoc>(op->getLoc()))
-        if (StringRef n = nl.getName().getValue();
-            n.consume_back(".recompute") && op->getNumResults() == 1)
-          values.push_back(
-              {la.getValue(la.getId(op->getResult(0))).tensorBytes, n.str()});
-  }
+  ActivationLiveness la(mainFunc(*all));
+  LivenessOptions lo;
+  lo.dynamicDimSize = opts.batchSize;
+  la.setOptions(lo);
+  for (Operation *op : la.getSchedule())
+    if (std::optional<StringRef> n = recomputedValueName(op))
+      values.push_back(
+          {la.getValue(la.getId(op->getResult(0))).tensorBytes, n->str()});
   llvm::stable_sort(
       values, [](const auto &a, const auto &b) { return a.first > b.first; });
-  out.candidates = values.size();
   struct Trial {
     size_t k;
     int64_t compressed;
     bool fits;
   };
   std::optional<Trial> best;
+  std::vector<std::string> names;
   for (size_t k = 0; k <= values.size(); ++k) {
+    if (k > 0)
+      names.push_back(values[k - 1].second);
     OwningOpRef<ModuleOp> trial = specialized.clone();
-    std::string pipeline;
-    if (k > 0) {
-      pipeline = (recomputePass + " only=").str();
-      for (size_t i = 0; i < k; ++i)
-        pipeline += (i ? "," : "") + values[i].second;
-      pipeline += "}";
-    }
-    pipeline += fuse.str();
-    if (!pipeline.empty() && pipeline[0] == ',')
-      pipeline.erase(0, 1);
+    std::string pipeline =
+        joinStages({k > 0 ? recomputeStage(names) : "", fuse.str()});
     if (!pipeline.empty())
       if (Error e = runPipeline(*trial, pipeline))
         return std::move(e);
     auto budget = budgetOptions(*trial, optimizer);
     if (!budget)
       return budget.takeError();
-    std::string compress =
-        "comet-compress-activations{batch-size=" + batch.str() + " " +
-        opts.compressOptions + " " + *budget + "}";
     // The pass warns when the budget is out of reach: the trial's business.
     ScopedDiagnosticHandler quiet(trial->getContext(),
                                   [](Diagnostic &) { return success(); });
-    if (Error e = runPipeline(*trial, compress))
+    if (Error e = runPipeline(*trial, compressStage(batch, *budget)))
       return std::move(e);
     auto rec = mainFunc(*trial)->getAttrOfType<DictionaryAttr>(
         CometDialect::kBudgetAttrName);
@@ -547,9 +560,11 @@ Engine::Impl::chooseRecompute(ModuleOp specialized, StringRef recomputePass,
     if (t.fits && t.compressed == 0)
       break;
   }
-  if (best && !best->fits)
-    best->k = values.size(); // Unreachable: everything, as compression does.
-  for (size_t i = 0; best && i < best->k; ++i)
+  // Out of reach: everything, as compression does.
+  size_t k = best && best->fits ? best->k : values.size();
+  RecomputeChoice out;
+  out.candidates = values.size();
+  for (size_t i = 0; i < k; ++i)
     out.names.push_back(values[i].second);
   return out;
 }
@@ -588,49 +603,37 @@ Error Engine::compile(const EngineOptions &options) {
   if (options.compactPoolIndices)
     specialize += ",comet-compact-pool-indices";
   // Recomputed outputs read the scale and bias: before the optimizer's
-  // updates are placed. ReluGrad reads a recomputed value only when the
-  // input stays raw (exact); compressed, it keeps a 1-bit mask.
+  // updates are placed.
   bool recompute =
       options.recompute && options.compress != CompressMode::Adaptive;
-  std::string recomputePass =
-      std::string("comet-recompute-activations{exact-masks=") +
-      (options.compress == CompressMode::None ? "false" : "true");
-  std::string fuse =
-      options.fuseOptimizer ? "," + fuseOptimizerPass(*optimizer) : "";
+  std::string fuse = options.fuseOptimizer ? fuseOptimizerPass(*optimizer) : "";
   // With a budget, which values to recompute is the budget's choice too.
   std::optional<RecomputeChoice> choice;
   if (recompute && options.memoryBudget > 0 &&
       options.compress != CompressMode::None) {
     if (Error e = I.runPipeline(*m, specialize))
       return e;
-    auto c = I.chooseRecompute(*m, recomputePass, fuse, *optimizer, b);
+    auto c = I.chooseRecompute(*m, fuse, *optimizer, b);
     if (!c)
       return c.takeError();
     choice = std::move(*c);
-    std::string rest = fuse.empty() ? "" : fuse.substr(1);
-    if (!choice->names.empty())
-      rest = recomputePass + " only=" + llvm::join(choice->names, ",") + "}" +
-             fuse;
+    std::string rest = joinStages(
+        {choice->names.empty() ? "" : I.recomputeStage(choice->names), fuse});
     if (!rest.empty())
       if (Error e = I.runPipeline(*m, rest))
         return e;
-  } else {
-    if (recompute)
-      specialize += "," + recomputePass + "}";
-    specialize += fuse;
-    if (Error e = I.runPipeline(*m, specialize))
-      return e;
+  } else if (Error e = I.runPipeline(
+                 *m,
+                 joinStages({specialize, recompute ? I.recomputeStage({}) : "",
+                             fuse}))) {
+    return e;
   }
   auto budget = I.budgetOptions(*m, *optimizer);
   if (!budget)
     return budget.takeError();
   // compress-activations at this batch, with the caller's options and
   // any budget's.
-  std::string compressOpts = options.compressOptions;
-  if (!budget->empty())
-    compressOpts += (compressOpts.empty() ? "" : " ") + *budget;
-  std::string compress = "comet-compress-activations{batch-size=" + b +
-                         (compressOpts.empty() ? "" : " " + compressOpts) + "}";
+  std::string compress = I.compressStage(b, *budget);
   // With compression off, what it would compress is measured on a copy of
   // the specialized graph.
   OwningOpRef<ModuleOp> probe;
@@ -681,12 +684,10 @@ Error Engine::compile(const EngineOptions &options) {
       bc.recomputed = choice->names.size();
     }
   }
-  // What comet-recompute-activations computes again in the backward: its
-  // ops are named after the value they give again.
+  // What comet-recompute-activations computes again in the backward.
   for (Operation *op : liveness.getSchedule())
-    if (auto nl = dyn_cast<NameLoc>(op->getLoc()))
-      if (StringRef n = nl.getName().getValue(); n.consume_back(".recompute"))
-        pred.recomputed.push_back(n.str());
+    if (std::optional<StringRef> n = recomputedValueName(op))
+      pred.recomputed.push_back(n->str());
   // What the graph does not see at a step: the workspace its kernel takes,
   // as the context's backend reports it for a ConvGrad (under the
   // workspace limit); other kernels' scratchpads are left out.

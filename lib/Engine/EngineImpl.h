@@ -95,11 +95,17 @@ struct Engine::Impl {
   /// The extra compress-activations options for opts.memoryBudget, given
   /// the optimizer's state bytes, and the part of the budget left to the
   /// graph; checks the options.
-  /// The values to recompute under a memory budget (Engine.cpp).
+  /// The values to recompute under a memory budget (Engine.cpp); `fuse`
+  /// is the optimizer-fusing stage, or empty.
   llvm::Expected<RecomputeChoice>
-  chooseRecompute(mlir::ModuleOp specialized, llvm::StringRef recomputePass,
-                  llvm::StringRef fuse, const OptimizerConfig &optimizer,
-                  llvm::StringRef batch);
+  chooseRecompute(mlir::ModuleOp specialized, llvm::StringRef fuse,
+                  const OptimizerConfig &optimizer, llvm::StringRef batch);
+  /// comet-recompute-activations for opts.compress, limited to `only` when
+  /// given; comet-compress-activations at `batch` with opts' and a
+  /// budget's options.
+  std::string recomputeStage(llvm::ArrayRef<std::string> only) const;
+  std::string compressStage(llvm::StringRef batch,
+                            llvm::StringRef budgetOptions) const;
   llvm::Expected<std::string> budgetOptions(mlir::ModuleOp specialized,
                                             const OptimizerConfig &optimizer);
   llvm::Error setupEval(llvm::StringRef evalPath);

@@ -1,6 +1,8 @@
-"""Where the tests find COMET's built executables (one place for all)."""
+"""Where the tests find COMET's built executables (one place for all), and
+one training step through comet-train that dumps its loss and gradients."""
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,3 +23,20 @@ def tool(name: str) -> str:
         if path and os.path.exists(path):
             return path
     pytest.skip(f"{name} not built (set {env} or COMET_BUILD_DIR)")
+
+
+def dump_one_step(model_dir, tmp_path, tag, batch, compress, extra=()):
+    """One comet-train step of `model_dir`'s training graph on the batch in
+    tmp_path/in.bin and labels.bin (--dump-grads): the folder of loss.bin
+    and <param>.grad.bin, and the lowered IR's text."""
+    out = Path(tmp_path) / tag
+    ir = Path(tmp_path) / f"{tag}.mlir"
+    subprocess.run([tool("comet-train"),
+                    os.path.join(model_dir, "training_model.onnx"),
+                    "--batch", str(batch), "--compress", compress,
+                    "--dump-grads", str(out), "--dump-ir", str(ir),
+                    "--inputs", str(Path(tmp_path) / "in.bin"),
+                    "--labels", str(Path(tmp_path) / "labels.bin"),
+                    *extra],
+                   check=True, capture_output=True, text=True)
+    return out, ir.read_text()

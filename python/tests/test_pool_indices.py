@@ -15,7 +15,7 @@ from onnx import helper
 
 from comet.export import export_artifacts
 from comet.models._builder import GraphBuilder
-from comet_tools import tool
+from comet_tools import dump_one_step, tool
 from test_engine_vs_ort import ort_step, rel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -78,32 +78,23 @@ def _model_dir(name, pools_dir):
     return pools_dir if name == "pools" else os.path.join(MODELS, name)
 
 
-def _one_step(exe, model_dir, tmp_path, tag, compress, extra):
-    out = tmp_path / tag
-    ir = tmp_path / f"{tag}.mlir"
-    subprocess.run([exe, os.path.join(model_dir, "training_model.onnx"),
-                    "--batch", str(BATCH), "--compress", compress,
-                    "--dump-grads", str(out), "--dump-ir", str(ir),
-                    "--inputs", str(tmp_path / "in.bin"),
-                    "--labels", str(tmp_path / "labels.bin")] + extra,
-                   check=True, capture_output=True, text=True)
-    return out, ir.read_text()
+def _one_step(model_dir, tmp_path, tag, compress, extra=()):
+    return dump_one_step(model_dir, tmp_path, tag, BATCH, compress, extra)
 
 
 @pytest.mark.parametrize("compress", ["none", "static"])
 @pytest.mark.parametrize("name", ["lenet", "vgg", "cnn", "pools"])
 def test_window_positions_give_the_same_gradients(name, compress, tmp_path,
                                                    pools_dir):
-    exe = tool("comet-train")
     model_dir = _model_dir(name, pools_dir)
     rng = np.random.default_rng(5)
     images = rng.random((BATCH, 1, 28, 28), dtype=np.float32)
     labels = rng.integers(0, 10, size=BATCH, dtype=np.int64)
     images.tofile(tmp_path / "in.bin")
     labels.tofile(tmp_path / "labels.bin")
-    window, window_ir = _one_step(exe, model_dir, tmp_path, "window",
+    window, window_ir = _one_step(model_dir, tmp_path, "window",
                                   compress, [])
-    flat, flat_ir = _one_step(exe, model_dir, tmp_path, "flat", compress,
+    flat, flat_ir = _one_step(model_dir, tmp_path, "flat", compress,
                               ["--flat-pool-indices"])
     pools = 3 if name == "pools" else 2
     assert window_ir.count("call @comet_rt_maxpool2d_window(") == pools

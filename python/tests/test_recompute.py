@@ -15,7 +15,7 @@ from onnx import helper
 
 from comet.export import export_artifacts
 from comet.models._builder import GraphBuilder
-from comet_tools import tool
+from comet_tools import dump_one_step, tool
 from test_engine_vs_ort import ort_step, rel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -76,16 +76,8 @@ def _model_dir(name, mixed_dir):
     return mixed_dir if name == "mixed" else os.path.join(MODELS, name)
 
 
-def _one_step(exe, model_dir, tmp_path, tag, compress, extra):
-    out = tmp_path / tag
-    ir = tmp_path / f"{tag}.mlir"
-    subprocess.run([exe, os.path.join(model_dir, "training_model.onnx"),
-                    "--batch", str(BATCH), "--compress", compress,
-                    "--dump-grads", str(out), "--dump-ir", str(ir),
-                    "--inputs", str(tmp_path / "in.bin"),
-                    "--labels", str(tmp_path / "labels.bin")] + extra,
-                   check=True, capture_output=True, text=True)
-    return out, ir.read_text()
+def _one_step(model_dir, tmp_path, tag, compress, extra=()):
+    return dump_one_step(model_dir, tmp_path, tag, BATCH, compress, extra)
 
 
 def _grads(d):
@@ -95,15 +87,14 @@ def _grads(d):
 
 @pytest.mark.parametrize("name", ["resnet", "cnn", "mixed"])
 def test_uncompressed_recompute_is_bit_for_bit(name, tmp_path, mixed_dir):
-    exe = tool("comet-train")
     model_dir = _model_dir(name, mixed_dir)
     rng = np.random.default_rng(11)
     images = rng.random((BATCH, 1, 28, 28), dtype=np.float32)
     labels = rng.integers(0, 10, size=BATCH, dtype=np.int64)
     images.tofile(tmp_path / "in.bin")
     labels.tofile(tmp_path / "labels.bin")
-    on, on_ir = _one_step(exe, model_dir, tmp_path, "on", "none", [])
-    off, off_ir = _one_step(exe, model_dir, tmp_path, "off", "none",
+    on, on_ir = _one_step(model_dir, tmp_path, "on", "none", [])
+    off, off_ir = _one_step(model_dir, tmp_path, "off", "none",
                             ["--recompute=false"])
     assert "call @comet_rt_batch_norm_apply(" in on_ir
     assert "comet_rt_batch_norm_apply" not in off_ir
@@ -137,15 +128,14 @@ def test_compressed_recompute_stays_within_the_bounds(name, tmp_path,
     no further from the uncompressed step than compression alone puts them
     (the recompute reads a lossy input, bounded by what its readers
     tolerate)."""
-    exe = tool("comet-train")
     model_dir = _model_dir(name, mixed_dir)
     rng = np.random.default_rng(12)
     rng.random((BATCH, 1, 28, 28), dtype=np.float32).tofile(tmp_path / "in.bin")
     rng.integers(0, 10, size=BATCH, dtype=np.int64).tofile(
         tmp_path / "labels.bin")
-    ref = _grads(_one_step(exe, model_dir, tmp_path, "ref", "none", [])[0])
-    on = _grads(_one_step(exe, model_dir, tmp_path, "on", "static", [])[0])
-    off = _grads(_one_step(exe, model_dir, tmp_path, "off", "static",
+    ref = _grads(_one_step(model_dir, tmp_path, "ref", "none", [])[0])
+    on = _grads(_one_step(model_dir, tmp_path, "on", "static", [])[0])
+    off = _grads(_one_step(model_dir, tmp_path, "off", "static",
                            ["--recompute=false"])[0])
     worst_on = max(rel(on[k], ref[k]) for k in ref)
     worst_off = max(rel(off[k], ref[k]) for k in ref)

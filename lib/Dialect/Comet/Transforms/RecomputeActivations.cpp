@@ -108,10 +108,15 @@ std::optional<Recipe> recipeOf(Value r) {
 /// The clone computes the same bits, so every far reader may read it.
 /// With `exactMasks` (the values are compressed), a value that only masks
 /// and shapes are read from costs a bit per element: not worth a conv.
-template <typename ConvRewriteT>
-std::optional<ConvRewriteT> cheapConvImpl(const ActivationLiveness &la,
-                                          const Candidate &c, int64_t maxMacs,
-                                          bool exactMasks) {
+struct ConvRewrite {
+  Operation *conv;
+  Operation *before;
+  SmallVector<OpOperand *> moved;
+};
+
+std::optional<ConvRewrite> cheapConv(const ActivationLiveness &la,
+                                     const Candidate &c, int64_t maxMacs,
+                                     bool exactMasks) {
   const ValueInfo &v = la.getValue(c.valueId);
   auto conv = v.value.getDefiningOp<onnx::ConvOp>();
   if (!conv || maxMacs <= 0)
@@ -143,7 +148,7 @@ std::optional<ConvRewriteT> cheapConvImpl(const ActivationLiveness &la,
   if (!livesPast(conv.getX()) || !livesPast(conv.getW()) ||
       !livesPast(conv.getB()))
     return std::nullopt;
-  ConvRewriteT cr{conv, nullptr, {}};
+  ConvRewrite cr{conv, nullptr, {}};
   for (unsigned ui : c.farUses) {
     const ValueUse &u = v.uses[ui];
     if (u.user != u.directUser)
@@ -202,11 +207,6 @@ struct RecomputeActivationsPass
       SmallVector<OpOperand *> moved;
     };
     SmallVector<Rewrite> rewrites;
-    struct ConvRewrite {
-      Operation *conv;
-      Operation *before;
-      SmallVector<OpOperand *> moved;
-    };
     SmallVector<ConvRewrite> convRewrites;
     for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
       const ValueInfo &v = la.getValue(c.valueId);
@@ -256,8 +256,7 @@ struct RecomputeActivationsPass
       recomputedValues.insert(rw.value);
     }
     for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
-      std::optional<ConvRewrite> cr =
-          cheapConvImpl<ConvRewrite>(la, c, maxConvMacs, exactMasks);
+      std::optional<ConvRewrite> cr = cheapConv(la, c, maxConvMacs, exactMasks);
       if (!cr || keptInputs.contains(la.getValue(c.valueId).value) ||
           recomputedValues.contains(cr->conv->getOperand(0)) ||
           !selected(la.getValue(c.valueId).name))
@@ -269,10 +268,9 @@ struct RecomputeActivationsPass
     for (ConvRewrite &cr : convRewrites) {
       b.setInsertionPoint(cr.before);
       Operation *clone = b.clone(*cr.conv);
-      clone->setLoc(NameLoc::get(
-          b.getStringAttr(la.getValue(la.getId(cr.conv->getResult(0))).name +
-                          ".recompute"),
-          cr.conv->getLoc()));
+      clone->setLoc(
+          recomputeLoc(la.getValue(la.getId(cr.conv->getResult(0))).name,
+                       cr.conv->getLoc()));
       for (OpOperand *o : cr.moved)
         o->set(clone->getResult(0));
       ++numConvs;
@@ -281,9 +279,8 @@ struct RecomputeActivationsPass
     for (Rewrite &rw : rewrites) {
       onnx::BatchNormInternalOp bn = rw.recipe.bn;
       b.setInsertionPoint(rw.before);
-      Location loc = NameLoc::get(
-          b.getStringAttr(la.getValue(la.getId(rw.value)).name + ".recompute"),
-          rw.value.getLoc());
+      Location loc =
+          recomputeLoc(la.getValue(la.getId(rw.value)).name, rw.value.getLoc());
       auto apply = BatchNormApplyOp::create(
           b, loc, rw.value.getType(), bn.getX(), bn.getScale(), bn.getB(),
           bn.getSavedMean(), bn.getSavedInvStd(),
@@ -298,3 +295,19 @@ struct RecomputeActivationsPass
 };
 
 } // namespace
+
+static constexpr llvm::StringLiteral kRecomputeSuffix = ".recompute";
+
+Location comet::recomputeLoc(StringRef valueName, Location original) {
+  return NameLoc::get(
+      StringAttr::get(original->getContext(), valueName + kRecomputeSuffix),
+      original);
+}
+
+std::optional<StringRef> comet::recomputedValueName(Operation *op) {
+  auto nl = dyn_cast<NameLoc>(op->getLoc());
+  StringRef n = nl ? nl.getName().getValue() : StringRef();
+  if (!nl || op->getNumResults() != 1 || !n.consume_back(kRecomputeSuffix))
+    return std::nullopt;
+  return n;
+}

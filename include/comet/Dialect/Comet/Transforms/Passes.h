@@ -42,6 +42,13 @@ bool hasDynamicDim(mlir::Type t);
 mlir::FailureOr<ShapeSpecialization> specializeShapes(mlir::func::FuncOp f,
                                                       int64_t batch);
 
+/// comet-recompute-activations names each op that computes a value again
+/// after that value: recomputeLoc gives the location, recomputedValueName
+/// reads the value's name back from an op (nullopt for any other op). The
+/// Engine lists the recomputed values from it.
+mlir::Location recomputeLoc(llvm::StringRef valueName, mlir::Location original);
+std::optional<llvm::StringRef> recomputedValueName(mlir::Operation *op);
+
 #define GEN_PASS_DECL
 #include "comet/Dialect/Comet/Transforms/Passes.h.inc"
 
