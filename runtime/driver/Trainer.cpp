@@ -532,6 +532,7 @@ std::string Trainer::runTrain(const void *images, const int64_t *lab,
   }
   if (!e.empty())
     return e;
+  noteStreams();
   resetGrad = false;
   return copy(&lossOut, loss->data, sizeof(float));
 }
@@ -731,7 +732,23 @@ std::string Trainer::copyStateFrom(const Trainer &other) {
   return "";
 }
 
-void Trainer::resetPeaks() { comet_rt_alloc_reset_peaks(rt.get()); }
+void Trainer::resetPeaks() {
+  comet_rt_alloc_reset_peaks(rt.get());
+  slotLargest.clear();
+}
+
+void Trainer::noteStreams() {
+  for (size_t i = 0; i < siteInfo.size(); ++i) {
+    comet_rt_site_stats rs;
+    if (siteInfo[i].codec != "sz" || siteInfo[i].slot < 0 ||
+        comet_rt_site_get_stats(rt.get(), i, &rs) != 0 || rs.calls == 0)
+      continue;
+    auto [it, fresh] = slotLargest.try_emplace(
+        siteInfo[i].slot, rs.last_bytes_in, rs.last_bytes_out);
+    if (!fresh && rs.last_bytes_out > it->second.second)
+      it->second = {rs.last_bytes_in, rs.last_bytes_out};
+  }
+}
 
 EngineStats Trainer::stats() const {
   EngineStats s;
@@ -746,9 +763,9 @@ EngineStats Trainer::stats() const {
   s.tensorPeakBytes = a.tensor_peak;
   s.steps = steps;
   // Measured sizes calibrate the analysis's estimate of sz handles: each
-  // handle its slot's last stream, the overall ratio for one not measured.
+  // handle its slot's largest stream, the overall ratio for one not
+  // measured.
   int64_t szIn = 0, szOut = 0;
-  std::map<int64_t, std::pair<int64_t, int64_t>> slotBytes;
   for (size_t i = 0; i < siteInfo.size(); ++i) {
     const SiteStats &info = siteInfo[i];
     SiteStats st = info;
@@ -764,8 +781,6 @@ EngineStats Trainer::stats() const {
       if (info.codec == "sz") {
         szIn += rs.last_bytes_in;
         szOut += rs.last_bytes_out;
-        if (info.slot >= 0)
-          slotBytes[info.slot] = {rs.last_bytes_in, rs.last_bytes_out};
       }
     }
     s.activationBytesUncompressed += st.bytesIn;
@@ -792,8 +807,8 @@ EngineStats Trainer::stats() const {
   std::vector<int64_t> dTotal(n + 1, 0), dAct(n + 1, 0);
   for (const MemoryPrediction::Interval &iv : prediction.intervals) {
     int64_t bytes = iv.bytes;
-    auto measured = slotBytes.find(iv.slot);
-    if (iv.szTensorBytes > 0 && measured != slotBytes.end() &&
+    auto measured = slotLargest.find(iv.slot);
+    if (iv.szTensorBytes > 0 && measured != slotLargest.end() &&
         measured->second.first > 0)
       bytes = static_cast<int64_t>(
           std::ceil(double(iv.szTensorBytes) * measured->second.second /

@@ -394,4 +394,59 @@ TEST(Engine, FailedStepFreesItsBuffers) {
   EXPECT_TRUE(static_cast<bool>(good)) << llvm::toString(good.takeError());
 }
 
+// The measured peak is the worst step's since resetPeaks(), so the
+// prediction sizes each handle by its slot's largest stream, not its last:
+// a tuner that loosens the bounds after the first steps leaves the peak of
+// those steps standing.
+TEST(Engine, PredictionFollowsTheWorstStepsStreams) {
+  auto e = comet::Engine::load(fixture("resnet"));
+  ASSERT_TRUE(static_cast<bool>(e)) << llvm::toString(e.takeError());
+  comet::Engine &engine = **e;
+  comet::EngineOptions o;
+  o.batchSize = 64;
+  o.compress = comet::CompressMode::Static;
+  o.compressOptions = "min-bytes=1024";
+  ASSERT_FALSE(static_cast<bool>(engine.compile(o)));
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  batch(64, x, y, 5);
+  auto setAll = [&](double eb) {
+    for (const comet::SiteStats &site : engine.stats().sites) {
+      if (site.slot >= 0) {
+        ASSERT_EQ(comet_rt_slot_set_eb(engine.runtimeContext(), site.slot, eb),
+                  0);
+      }
+    }
+  };
+  auto stepOnce = [&] {
+    auto loss = engine.step(x.data(), y.data());
+    ASSERT_TRUE(static_cast<bool>(loss)) << llvm::toString(loss.takeError());
+  };
+  auto near = [](int64_t predicted, int64_t measured) {
+    return std::llabs(predicted - measured) <= measured / 50;
+  };
+  stepOnce(); // defines the slots
+  engine.resetPeaks();
+  setAll(1e-6);
+  stepOnce();
+  comet::EngineStats tight = engine.stats();
+  setAll(0.5);
+  stepOnce();
+  stepOnce();
+  comet::EngineStats loose = engine.stats();
+  // The loose steps store far less; the tight step still holds the peak.
+  ASSERT_LT(loose.activationBytesCompressed,
+            tight.activationBytesCompressed / 2);
+  EXPECT_EQ(loose.tensorPeakBytes, tight.tensorPeakBytes);
+  EXPECT_TRUE(near(loose.predictedTensorPeakBytes, loose.tensorPeakBytes))
+      << loose.predictedTensorPeakBytes << " vs " << loose.tensorPeakBytes;
+  // After a reset only the loose steps count, on both sides.
+  engine.resetPeaks();
+  stepOnce();
+  comet::EngineStats after = engine.stats();
+  EXPECT_LT(after.tensorPeakBytes, tight.tensorPeakBytes);
+  EXPECT_TRUE(near(after.predictedTensorPeakBytes, after.tensorPeakBytes))
+      << after.predictedTensorPeakBytes << " vs " << after.tensorPeakBytes;
+}
+
 } // namespace

@@ -211,7 +211,8 @@ struct EngineStats {
   /// MemoryPrediction::recomputed.
   std::vector<std::string> recomputed;
   int64_t steps = 0;
-  /// Tensor bytes after each op of the training graph, as predicted.
+  /// Tensor bytes after each op of the training graph, as predicted (each
+  /// sz handle sized by its slot's largest stream since resetPeaks()).
   std::vector<int64_t> predictedTimeline;
   /// Tensor bytes after each allocation/free of the recorded step (see
   /// recordTimelineOfNextStep), as measured; empty if none was recorded.
@@ -442,6 +443,12 @@ private:
 
   bool recordNext = false;
   std::vector<int64_t> timeline;
+  /// Per slot, the largest stream a step has stored since resetPeaks()
+  /// (its tensor's bytes and the stream's): the measured peak is the worst
+  /// step's, so the prediction sizes each handle by its worst step too
+  /// (the tuner loosens bounds after the first steps).
+  std::map<int64_t, std::pair<int64_t, int64_t>> slotLargest;
+  void noteStreams();
 };
 
 } // namespace comet
