@@ -605,6 +605,7 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   j.member("model", info.model);
   j.member("device", info.device);
   j.member("compress", info.compress);
+  j.member("codec_entropy", info.codecEntropy);
   j.member("optimizer", info.optimizer);
   j.member("optimizer_fused", info.optimizerFused);
   j.member("learning_rate", info.learningRate);

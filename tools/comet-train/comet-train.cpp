@@ -28,6 +28,7 @@
 #include "comet/Import/ONNXModel.h"
 #include "comet/Tuner/EngineTuner.h"
 #include "comet/driver/Training.h"
+#include "comet/runtime/codec.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -117,6 +118,20 @@ static cl::opt<Device>
            cl::values(clEnumValN(Device::Cpu, "cpu", "CPU"),
                       clEnumValN(Device::Cuda, "cuda", "CUDA GPU")),
            cl::init(Device::Cpu), cl::cat(cat));
+static cl::opt<comet_rt_codec_entropy> codecEntropy(
+    "codec-entropy",
+    cl::desc("The CPU sz encoder's entropy stage: the ratio against the "
+             "codec's time (docs/codec-format.md)"),
+    cl::values(
+        clEnumValN(COMET_RT_CODEC_ENTROPY_AUTO, "auto",
+                   "Rice- or range-coded chunks where they pay (default)"),
+        clEnumValN(COMET_RT_CODEC_ENTROPY_OFF, "off", "block chunks only"),
+        clEnumValN(COMET_RT_CODEC_ENTROPY_ALWAYS, "always",
+                   "both coders on every chunk, the smallest kept"),
+        clEnumValN(COMET_RT_CODEC_ENTROPY_NONE, "none",
+                   "fixed-width block modes only, as the CUDA encoder "
+                   "writes")),
+    cl::init(COMET_RT_CODEC_ENTROPY_AUTO), cl::cat(cat));
 static cl::opt<std::string> reportPath("report",
                                        cl::desc("Write the JSON report here"),
                                        cl::init(""), cl::cat(cat));
@@ -495,6 +510,19 @@ runSettings(const comet::Engine &engine, const comet::EngineOptions &opts,
   return out;
 }
 
+static const char *entropyWord(comet_rt_codec_entropy e) {
+  switch (e) {
+  case COMET_RT_CODEC_ENTROPY_OFF:
+    return "off";
+  case COMET_RT_CODEC_ENTROPY_ALWAYS:
+    return "always";
+  case COMET_RT_CODEC_ENTROPY_NONE:
+    return "none";
+  default:
+    return "auto";
+  }
+}
+
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(cat);
   cl::ParseCommandLineOptions(
@@ -510,7 +538,13 @@ int main(int argc, char **argv) {
       return fail("--dump-grads and --measure-error-model read tensors on "
                   "the host: use --device cpu");
     opts.device = "cuda";
+    if (codecEntropy != COMET_RT_CODEC_ENTROPY_AUTO)
+      return fail("--codec-entropy selects the CPU encoder's stage; the CUDA "
+                  "encoder writes fixed-width chunks only");
   }
+  // Process-wide in the codec library; comet-train runs one engine.
+  if (comet_rt_codec_set_entropy(codecEntropy) != COMET_RT_SUCCESS)
+    return fail("cannot select --codec-entropy");
   // The error-model check reads the tuner's statistics of a static graph
   // too.
   opts.tunerStatistics = !measureErrorModel.empty();
@@ -862,6 +896,7 @@ int main(int argc, char **argv) {
     info.model = modelPath;
     info.device = comet::wordOf(device);
     info.compress = comet::wordOf(compress);
+    info.codecEntropy = entropyWord(codecEntropy);
     info.optimizer = engine.optimizerName();
     info.optimizerFused = engine.trainer().optimizerFused();
     info.learningRate = engine.learningRate();

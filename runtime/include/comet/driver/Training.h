@@ -200,6 +200,8 @@ void printSummary(const RunResult &result);
 /// What the report says besides the run's figures.
 struct ReportInfo {
   std::string model, device, compress, optimizer, data;
+  /// The CPU sz encoder's entropy setting (comet-train --codec-entropy).
+  std::string codecEntropy = "auto";
   double learningRate = 0;
   /// Whether the step applied the optimizer itself (Trainer::optimizerFused).
   bool optimizerFused = false;
