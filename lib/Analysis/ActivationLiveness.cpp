@@ -107,6 +107,34 @@ Timeline comet::buildTimeline(int64_t numSteps,
 // rest (layout, shape and weighted forward ops, *Grad) by op name
 //===----------------------------------------------------------------------===//
 
+static constexpr llvm::StringLiteral kRecomputeSuffix = ".recompute";
+
+Location comet::recomputeLoc(StringRef valueName, Location original) {
+  return NameLoc::get(
+      StringAttr::get(original->getContext(), valueName + kRecomputeSuffix),
+      original);
+}
+
+std::optional<StringRef> comet::recomputedValueName(Operation *op) {
+  auto nl = dyn_cast<NameLoc>(op->getLoc());
+  StringRef n = nl ? nl.getName().getValue() : StringRef();
+  if (!nl || op->getNumResults() != 1 || !n.consume_back(kRecomputeSuffix))
+    return std::nullopt;
+  return n;
+}
+
+bool comet::isRecomputeFromInput(Operation *op) {
+  if (isa<BatchNormApplyOp>(op))
+    return true;
+  return isa<onnx::DropoutGradOp, onnx::BiasGeluOp, onnx::GeluOp>(op) &&
+         recomputedValueName(op);
+}
+
+bool comet::recomputesInPlace(Operation *op) {
+  return isRecomputeFromInput(op) &&
+         isa<BatchNormApplyOp, onnx::DropoutGradOp>(op);
+}
+
 /// Any dialect prefix works, so the analysis reads the same names from a
 /// registered or an unregistered onnx dialect.
 StringRef comet::getOpType(Operation *op) {
@@ -353,10 +381,11 @@ void ActivationLiveness::build() {
   }
 
   // Gradient flow, in schedule order: a *Grad op, or an op that reads a
-  // gradient, computes a gradient.
+  // gradient, computes a gradient. A recompute's DropoutGrad computes an
+  // activation.
   SmallVector<bool> opGradFlow(schedule.size(), false);
   for (auto [step, o] : llvm::enumerate(schedule)) {
-    bool g = isGradOpType(getOpType(o));
+    bool g = isGradOpType(getOpType(o)) && !isRecomputeFromInput(o);
     for (Value v : o->getOperands()) {
       int id = getId(v);
       if (id < 0)
@@ -429,9 +458,10 @@ void ActivationLiveness::build() {
     Operation *user = u.user;
     if (isa<CompressOp>(user))
       return ConsumerKind::Compress;
+    if (u.operandNumber == 0 && isRecomputeFromInput(user))
+      return ConsumerKind::Recompute;
     if (isa<BatchNormApplyOp>(user))
-      return u.operandNumber == 0 ? ConsumerKind::Recompute
-                                  : ConsumerKind::Other;
+      return ConsumerKind::Other;
     StringRef t = getOpType(user);
     unsigned i = u.operandNumber;
     if (isShapeOnlyOp(t))
@@ -524,15 +554,15 @@ void ActivationLiveness::build() {
     values[root].end = std::max(values[root].end, dst.end);
   }
 
-  // A BatchNorm output recomputed from a decompressed copy of its input
-  // that nothing else reads (compress-activations gives each recompute its
-  // own decompress) is written over that copy.
+  // A value recomputed from a decompressed copy of its input that nothing
+  // else reads (compress-activations gives each recompute its own
+  // decompress) is written over that copy, where the runtime allows it.
   for (auto [step, o] : llvm::enumerate(schedule)) {
-    auto apply = dyn_cast<BatchNormApplyOp>(o);
-    if (!apply)
+    if (!recomputesInPlace(o) || o->getNumResults() != 1)
       continue;
-    int in = getId(apply.getX()), out = getId(apply.getY());
-    if (in < 0 || out < 0 || apply.getX().getType() != apply.getY().getType())
+    Value x = o->getOperand(0), y = o->getResult(0);
+    int in = getId(x), out = getId(y);
+    if (in < 0 || out < 0 || x.getType() != y.getType())
       continue;
     ValueInfo &src = values[in];
     ValueInfo &dst = values[out];

@@ -1,5 +1,5 @@
-"""BatchNorm (+ ReLU or ReLU6) outputs and cheap stem convolutions recomputed
-in the backward (comet-recompute-activations, comet-train --recompute, the
+"""BatchNorm (+ ReLU or ReLU6) outputs, Dropout and GELU outputs and cheap
+stem convolutions recomputed in the backward (comet-recompute-activations, comet-train --recompute, the
 default) instead of kept: uncompressed, the loss and every gradient are the
 same bit for bit as with --recompute=false, and the step against ONNX
 Runtime; compressed, within the bounds' reach of the uncompressed step; and
@@ -85,7 +85,7 @@ def _grads(d):
             if p.name.endswith(".grad.bin") or p.name == "loss.bin"}
 
 
-@pytest.mark.parametrize("name", ["resnet", "cnn", "mixed"])
+@pytest.mark.parametrize("name", ["resnet", "cnn", "mixed", "transformer"])
 def test_uncompressed_recompute_is_bit_for_bit(name, tmp_path, mixed_dir):
     model_dir = _model_dir(name, mixed_dir)
     rng = np.random.default_rng(11)
@@ -96,7 +96,13 @@ def test_uncompressed_recompute_is_bit_for_bit(name, tmp_path, mixed_dir):
     on, on_ir = _one_step(model_dir, tmp_path, "on", "none", [])
     off, off_ir = _one_step(model_dir, tmp_path, "off", "none",
                             ["--recompute=false"])
-    assert "call @comet_rt_batch_norm_apply(" in on_ir
+    if name == "transformer":
+        # Each attention's dropout output, from the softmax and the mask
+        # (a DropoutGrad call each), not kept.
+        assert (on_ir.count("call @comet_rt_dropout_grad(")
+                == off_ir.count("call @comet_rt_dropout_grad(") + 2)
+    else:
+        assert "call @comet_rt_batch_norm_apply(" in on_ir
     assert "comet_rt_batch_norm_apply" not in off_ir
     if name == "mixed":
         # The stem's and the block's ReLU outputs and the first ReLU6's
@@ -121,7 +127,7 @@ def test_uncompressed_recompute_is_bit_for_bit(name, tmp_path, mixed_dir):
             assert rel(g, g_ref) <= 1e-4, p
 
 
-@pytest.mark.parametrize("name", ["resnet", "mixed"])
+@pytest.mark.parametrize("name", ["resnet", "mixed", "transformer"])
 def test_compressed_recompute_stays_within_the_bounds(name, tmp_path,
                                                       mixed_dir):
     """Static bounds with and without recompute: with it, the gradients are

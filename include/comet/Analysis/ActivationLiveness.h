@@ -62,7 +62,8 @@ enum class ConsumerKind {
   ShapeOnly,
   /// comet.compress.
   Compress,
-  /// comet.batch_norm_apply's input: the value recomputes a BatchNorm output
+  /// The first operand of a recompute (isRecomputeFromInput): the value
+  /// recomputes another (a BatchNorm's, a Dropout's or a GELU's output)
   /// whose own readers set what error it may carry.
   Recompute,
   /// Anything else (forward ops, unknown ops).
@@ -75,6 +76,22 @@ llvm::StringRef stringifyConsumerKind(ConsumerKind k);
 /// The op type that classifies an op by name: its name without the dialect
 /// prefix ("onnx.Transpose" -> "Transpose").
 llvm::StringRef getOpType(mlir::Operation *op);
+
+/// comet-recompute-activations names each op that computes a value again
+/// after that value: recomputeLoc gives the location, recomputedValueName
+/// reads the value's name back from an op (nullopt for any other op). The
+/// Engine lists the recomputed values from it.
+mlir::Location recomputeLoc(llvm::StringRef valueName, mlir::Location original);
+std::optional<llvm::StringRef> recomputedValueName(mlir::Operation *op);
+
+/// Whether `op` recomputes a value from its first operand, a value the
+/// backward keeps anyway: comet.batch_norm_apply, and the DropoutGrad
+/// (the output from the input and the mask), BiasGelu and Gelu that
+/// comet-recompute-activations places. That operand's use is a Recompute.
+bool isRecomputeFromInput(mlir::Operation *op);
+/// Of those, the ones whose runtime entry may write the result over the
+/// first operand (ALIAS in abi.def): batch_norm_apply and dropout_grad.
+bool recomputesInPlace(mlir::Operation *op);
 /// Ops that only move data around (Transpose, Reshape, Flatten, Squeeze,
 /// Unsqueeze, Identity): a use through them counts as the use of their
 /// result, and a view of a parameter through them is a parameter.

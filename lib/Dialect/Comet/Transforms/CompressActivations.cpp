@@ -153,10 +153,16 @@ struct Plan {
   Codec codec;
   /// Consumer ops that form weight gradients from it (for the bound).
   SmallVector<Operation *, 2> gradConsumers;
-  /// Weight gradients that read a BatchNorm output recomputed from it
-  /// (comet.batch_norm_apply), with whether that output is dense (no
-  /// activation): its error is this value's times |scale| / std.
-  SmallVector<std::pair<Operation *, bool>, 2> recomputedConsumers;
+  /// Weight gradients that read a value recomputed from it: that value's
+  /// nonzero fraction, and the gain from this value's error to its error
+  /// (0 for a BatchNorm output: |scale| / std, from the priors or the
+  /// profile's 1/std).
+  struct RecomputedConsumer {
+    Operation *op;
+    double nonZero;
+    double gain;
+  };
+  SmallVector<RecomputedConsumer, 2> recomputedConsumers;
   int64_t bytes = 0;
   int64_t storedBytes = 0;
   /// The saving window is [cand.lastNear + 1, saveEnd): up to the first far
@@ -406,19 +412,28 @@ CompressActivationsPass::chooseCodec(const ActivationLiveness &la,
     case ConsumerKind::Recompute: {
       // The recomputed value's readers decide: weight gradients bound it,
       // masks and shapes read it as they would the original.
-      auto apply = cast<BatchNormApplyOp>(u.directUser);
-      int rid = la.getId(apply.getY());
-      if (rid < 0) {
+      Operation *r = u.directUser;
+      int rid = la.getId(r->getResult(0));
+      std::optional<double> gain = 0.0; // a BatchNorm's: its statistics'
+      double nonZero = 1.0;
+      if (auto apply = dyn_cast<BatchNormApplyOp>(r)) {
+        nonZero = apply.getActivation() == "none" ? 1.0 : nonZeroPrior;
+      } else {
+        gain = recomputeGain(r);
+        // A Dropout's output keeps 1 - ratio of a dense input's values.
+        if (gain && isa<onnx::DropoutGradOp>(r))
+          nonZero = 1.0 / *gain;
+      }
+      if (rid < 0 || !gain) {
         other = true;
         break;
       }
-      bool dense = apply.getActivation() == "none";
       for (const ValueUse &ru : la.getValue(rid).uses) {
         if (ru.kind == ConsumerKind::WeightGradInput) {
           SmallVector<Operation *> ops;
           collectGradConsumers(ru.directUser, ops);
           for (Operation *op : ops)
-            plan.recomputedConsumers.push_back({op, dense});
+            plan.recomputedConsumers.push_back({op, nonZero, *gain});
         } else if (ru.kind != ConsumerKind::ReluMask &&
                    ru.kind != ConsumerKind::ShapeOnly) {
           other = true;
@@ -467,13 +482,14 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
     }
 
   double eb = 0;
-  // Direct readers first, then those of a recomputed BatchNorm output.
-  SmallVector<std::pair<Operation *, std::optional<bool>>> consumers;
+  // Direct readers first, then those of a recomputed value.
+  SmallVector<std::pair<Operation *, std::optional<Plan::RecomputedConsumer>>>
+      consumers;
   for (Operation *op : plan.gradConsumers)
     consumers.push_back({op, std::nullopt});
-  for (auto [op, dense] : plan.recomputedConsumers)
-    consumers.push_back({op, dense});
-  for (auto [op, recomputedDense] : consumers) {
+  for (const Plan::RecomputedConsumer &rc : plan.recomputedConsumers)
+    consumers.push_back({rc.op, rc});
+  for (auto [op, recomputed] : consumers) {
     auto consumer = dyn_cast<onnx::SavedActivationOpInterface>(op);
     std::optional<onnx::WeightGradForm> form =
         consumer ? consumer.getWeightGradForm() : std::nullopt;
@@ -497,12 +513,14 @@ double CompressActivationsPass::boundFor(const ActivationLiveness &la,
       nonZero = 1;
       gain = s.invStd.value_or(invStdPrior);
     }
-    if (recomputedDense) {
-      // The reader sees scale * (x - mean) * inv_std (+ bias, then the
-      // activation, 1-Lipschitz): this value's error times |scale| / std.
-      // Its sparsity is the activation's, not this value's.
-      nonZero = *recomputedDense ? 1.0 : nonZeroPrior;
-      gain = s.invStd.value_or(invStdPrior) * scalePrior;
+    if (recomputed) {
+      // A BatchNorm's reader sees scale * (x - mean) * inv_std (+ bias,
+      // then the activation, 1-Lipschitz): this value's error times
+      // |scale| / std. A Dropout's, x / (1 - ratio) or 0; a GELU's, at
+      // most 1.13 times it. The sparsity is the recomputed value's.
+      nonZero = recomputed->nonZero;
+      gain = recomputed->gain > 0 ? recomputed->gain
+                                  : s.invStd.value_or(invStdPrior) * scalePrior;
     } else {
       // The tuner re-bounds from the direct readers' statistics only
       // (Engine keeps recompute off under --compress adaptive).

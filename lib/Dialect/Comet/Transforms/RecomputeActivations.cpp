@@ -5,9 +5,12 @@
 // input is kept for BatchNormalizationGrad anyway. Both would live from the
 // forward to the backward; this pass keeps only the input and recomputes
 // the output from it and the saved statistics just before its first far
-// reader (comet.batch_norm_apply, bit for bit the forward's). Candidates
-// and far readers come from the ActivationLiveness analysis, so the
-// report, the compression and the frees see the rewritten graph.
+// reader (comet.batch_norm_apply, bit for bit the forward's). The same
+// holds for a Dropout's output (its input and mask are kept for SoftmaxGrad
+// and DropoutGrad), a GELU's (its input is kept for its gradient) and a
+// cheap stem Conv's. Candidates and far readers come from the
+// ActivationLiveness analysis, so the report, the compression and the frees
+// see the rewritten graph.
 //
 //===----------------------------------------------------------------------===//
 #include "comet/Analysis/ActivationLiveness.h"
@@ -101,6 +104,45 @@ std::optional<Recipe> recipeOf(Value r) {
   return rc;
 }
 
+/// The op a Dropout output (result 0, with its mask) or a GELU output is
+/// computed again from: the ones whose gradient keeps their input (and
+/// mask), so only the output's own storage is saved.
+Operation *sourceOf(Value r) {
+  auto res = dyn_cast<OpResult>(r);
+  if (!res || res.getResultNumber() != 0)
+    return nullptr;
+  Operation *def = res.getOwner();
+  if (auto drop = dyn_cast<onnx::DropoutOp>(def))
+    return drop.getMask() && !isa<NoneType>(drop.getMask().getType()) &&
+                   drop.getData().getType() == r.getType()
+               ? def
+               : nullptr;
+  if (isa<onnx::BiasGeluOp, onnx::GeluOp>(def))
+    return def;
+  return nullptr;
+}
+
+/// `value`, computed again from `source` before `before`, read by `moved`.
+struct SourceRewrite {
+  Operation *source;
+  Value value;
+  Operation *before;
+  SmallVector<OpOperand *> moved;
+};
+
+/// Whether `v` is there at step `index` anyway: absent, a constant, a
+/// parameter, or a value something reads after `index`.
+bool livesPast(const ActivationLiveness &la, Value v, int64_t index) {
+  if (!v || isa<NoneType>(v.getType()))
+    return true;
+  int id = la.getId(v);
+  if (id < 0)
+    return v.getDefiningOp() &&
+           v.getDefiningOp()->hasTrait<OpTrait::ConstantLike>();
+  const ValueInfo &o = la.getValue(id);
+  return o.persistent || o.end > index;
+}
+
 /// A Conv whose output `c` is cheaper to compute again than to keep: at
 /// most `maxMacs` multiply-adds per output element (a stem on few input
 /// channels), with an input that lives past the output's first far reader
@@ -135,18 +177,9 @@ std::optional<ConvRewrite> cheapConv(const ActivationLiveness &la,
   if (macs > maxMacs)
     return std::nullopt;
   int64_t firstFar = c.firstFar;
-  auto livesPast = [&](Value op) {
-    if (!op || isa<NoneType>(op.getType()))
-      return true;
-    int id = la.getId(op);
-    if (id < 0)
-      return op.getDefiningOp() &&
-             op.getDefiningOp()->hasTrait<OpTrait::ConstantLike>();
-    const ValueInfo &o = la.getValue(id);
-    return o.persistent || o.end > firstFar;
-  };
-  if (!livesPast(conv.getX()) || !livesPast(conv.getW()) ||
-      !livesPast(conv.getB()))
+  if (!livesPast(la, conv.getX(), firstFar) ||
+      !livesPast(la, conv.getW(), firstFar) ||
+      !livesPast(la, conv.getB(), firstFar))
     return std::nullopt;
   ConvRewrite cr{conv, nullptr, {}};
   for (unsigned ui : c.farUses) {
@@ -208,30 +241,37 @@ struct RecomputeActivationsPass
     };
     SmallVector<Rewrite> rewrites;
     SmallVector<ConvRewrite> convRewrites;
+    SmallVector<SourceRewrite> sourceRewrites;
+    // The far readers that may read a recomputed value: weight gradients
+    // and shape reads always; ReLU masks only when asked, since from a
+    // lossy input the recomputed sign near 0 may differ (the original then
+    // stays, as a 1-bit mask). Returns the first one's step, or -1.
+    auto movable = [&](const Candidate &c, SmallVector<OpOperand *> &moved,
+                       Operation *&before) {
+      const ValueInfo &v = la.getValue(c.valueId);
+      int64_t firstMoved = -1;
+      for (unsigned ui : c.farUses) {
+        const ValueUse &u = v.uses[ui];
+        bool ok = u.kind == ConsumerKind::WeightGradInput ||
+                  u.kind == ConsumerKind::ShapeOnly ||
+                  (u.kind == ConsumerKind::ReluMask && !exactMasks);
+        if (!ok || u.user != u.directUser)
+          continue;
+        moved.push_back(&u.directUser->getOpOperand(u.operandNumber));
+        if (firstMoved < 0 || u.index < firstMoved) {
+          firstMoved = u.index;
+          before = u.user;
+        }
+      }
+      return firstMoved;
+    };
     for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
       const ValueInfo &v = la.getValue(c.valueId);
       std::optional<Recipe> rc = recipeOf(v.value);
       if (!rc || !selected(v.name))
         continue;
-      // The far readers that may read a recomputed value: weight gradients
-      // and shape reads always; ReLU masks only when asked, since from a
-      // lossy input the recomputed sign near 0 may differ (the original
-      // then stays, as a 1-bit mask).
       Rewrite rw{*rc, v.value, nullptr, {}};
-      int64_t firstMoved = -1;
-      for (unsigned ui : c.farUses) {
-        const ValueUse &u = v.uses[ui];
-        bool movable = u.kind == ConsumerKind::WeightGradInput ||
-                       u.kind == ConsumerKind::ShapeOnly ||
-                       (u.kind == ConsumerKind::ReluMask && !exactMasks);
-        if (!movable || u.user != u.directUser)
-          continue;
-        rw.moved.push_back(&u.directUser->getOpOperand(u.operandNumber));
-        if (firstMoved < 0 || u.index < firstMoved) {
-          firstMoved = u.index;
-          rw.before = u.user;
-        }
-      }
+      int64_t firstMoved = movable(c, rw.moved, rw.before);
       if (rw.moved.empty())
         continue;
       // Only where the BatchNorm's input outlives the recompute anyway
@@ -246,14 +286,38 @@ struct RecomputeActivationsPass
       rewrites.push_back(std::move(rw));
     }
 
-    // Then cheap convs, where no BatchNorm recompute already relies on the
-    // conv's output being kept (it is that BatchNorm's input) or frees the
-    // conv's input (it is a recomputed output): either would keep alive
-    // what the other frees.
+    // Then the Dropout and GELU outputs, and the cheap convs, where no
+    // recompute already relies on the value being kept (it is another
+    // recompute's input) or frees an input of theirs (it is a recomputed
+    // output): either would keep alive what the other frees.
     llvm::SmallPtrSet<Value, 8> keptInputs, recomputedValues;
     for (Rewrite &rw : rewrites) {
       keptInputs.insert(rw.recipe.bn.getX());
       recomputedValues.insert(rw.value);
+    }
+    for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
+      const ValueInfo &v = la.getValue(c.valueId);
+      Operation *src = sourceOf(v.value);
+      if (!src || keptInputs.contains(v.value) ||
+          llvm::any_of(src->getOperands(),
+                       [&](Value o) { return recomputedValues.contains(o); }))
+        continue;
+      SourceRewrite sr{src, v.value, nullptr, {}};
+      int64_t firstMoved = movable(c, sr.moved, sr.before);
+      // Its input (and mask) must be there anyway after the first reader
+      // moved: otherwise they would be kept instead of the output.
+      if (sr.moved.empty() ||
+          !llvm::all_of(
+              src->getOperands(),
+              [&](Value o) { return livesPast(la, o, firstMoved); }) ||
+          (isa<onnx::DropoutOp>(src) &&
+           !livesPast(la, src->getResult(1), firstMoved)) ||
+          !selected(v.name))
+        continue;
+      for (Value o : src->getOperands())
+        keptInputs.insert(o);
+      recomputedValues.insert(v.value);
+      sourceRewrites.push_back(std::move(sr));
     }
     for (const Candidate &c : la.getCandidates(minBytes, minDistance)) {
       std::optional<ConvRewrite> cr = cheapConv(la, c, maxConvMacs, exactMasks);
@@ -276,6 +340,28 @@ struct RecomputeActivationsPass
       ++numConvs;
       numReadersMoved += cr.moved.size();
     }
+    for (SourceRewrite &sr : sourceRewrites) {
+      b.setInsertionPoint(sr.before);
+      Location loc =
+          recomputeLoc(la.getValue(la.getId(sr.value)).name, sr.value.getLoc());
+      Value again;
+      if (auto drop = dyn_cast<onnx::DropoutOp>(sr.source)) {
+        // DropoutGrad with the input in dY's place computes the forward's
+        // expression, mask ? x / (1 - ratio) : 0, from the kept mask.
+        again = onnx::DropoutGradOp::create(
+                    b, loc, sr.value.getType(), drop.getData(), drop.getMask(),
+                    drop.getRatio(), drop.getTrainingMode())
+                    .getResult();
+      } else {
+        Operation *clone = b.clone(*sr.source);
+        clone->setLoc(loc);
+        again = clone->getResult(0);
+      }
+      for (OpOperand *o : sr.moved)
+        o->set(again);
+      ++numRecomputed;
+      numReadersMoved += sr.moved.size();
+    }
     for (Rewrite &rw : rewrites) {
       onnx::BatchNormInternalOp bn = rw.recipe.bn;
       b.setInsertionPoint(rw.before);
@@ -296,18 +382,23 @@ struct RecomputeActivationsPass
 
 } // namespace
 
-static constexpr llvm::StringLiteral kRecomputeSuffix = ".recompute";
-
-Location comet::recomputeLoc(StringRef valueName, Location original) {
-  return NameLoc::get(
-      StringAttr::get(original->getContext(), valueName + kRecomputeSuffix),
-      original);
-}
-
-std::optional<StringRef> comet::recomputedValueName(Operation *op) {
-  auto nl = dyn_cast<NameLoc>(op->getLoc());
-  StringRef n = nl ? nl.getName().getValue() : StringRef();
-  if (!nl || op->getNumResults() != 1 || !n.consume_back(kRecomputeSuffix))
+std::optional<double> comet::recomputeGain(Operation *op) {
+  if (!isRecomputeFromInput(op) || isa<BatchNormApplyOp>(op))
     return std::nullopt;
-  return n;
+  // GELU's slope peaks at x = sqrt(2): Phi(sqrt 2) + sqrt(2) phi(sqrt 2).
+  if (isa<onnx::BiasGeluOp, onnx::GeluOp>(op))
+    return 1.1289;
+  auto grad = cast<onnx::DropoutGradOp>(op);
+  auto isNone = [](Value v) { return !v || isa<NoneType>(v.getType()); };
+  // Without training mode Y = X (its default is false).
+  if (isNone(grad.getTrainingMode()))
+    return 1.0;
+  float ratio = 0.5f; // Dropout's default
+  if (!isNone(grad.getRatio())) {
+    std::optional<float> r = constantFloat(grad.getRatio());
+    if (!r || !(*r >= 0.0f && *r < 1.0f))
+      return std::nullopt;
+    ratio = *r;
+  }
+  return 1.0 / (1.0 - double(ratio));
 }

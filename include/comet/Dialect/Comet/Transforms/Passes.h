@@ -42,12 +42,15 @@ bool hasDynamicDim(mlir::Type t);
 mlir::FailureOr<ShapeSpecialization> specializeShapes(mlir::func::FuncOp f,
                                                       int64_t batch);
 
-/// comet-recompute-activations names each op that computes a value again
-/// after that value: recomputeLoc gives the location, recomputedValueName
-/// reads the value's name back from an op (nullopt for any other op). The
-/// Engine lists the recomputed values from it.
-mlir::Location recomputeLoc(llvm::StringRef valueName, mlir::Location original);
-std::optional<llvm::StringRef> recomputedValueName(mlir::Operation *op);
+/// recomputeLoc and recomputedValueName, which name the ops of
+/// comet-recompute-activations, are in comet/Analysis/ActivationLiveness.h.
+
+/// How much a recompute (isRecomputeFromInput) other than
+/// comet.batch_norm_apply scales an error in its first operand, at most:
+/// 1 / (1 - ratio) for a Dropout's output, GELU's largest slope (1.1289)
+/// for a GELU's; nullopt for any other op or a ratio that is not a
+/// constant.
+std::optional<double> recomputeGain(mlir::Operation *op);
 
 #define GEN_PASS_DECL
 #include "comet/Dialect/Comet/Transforms/Passes.h.inc"

@@ -312,7 +312,8 @@ def CometCompactPoolIndices
 
 def CometRecomputeActivations
     : Pass<"comet-recompute-activations", "mlir::ModuleOp"> {
-  let summary = "Recompute BatchNorm (+ ReLU or Clip) outputs in the backward";
+  let summary = "Recompute BatchNorm (+ ReLU or Clip), Dropout, GELU and "
+                "cheap Conv outputs in the backward";
   let description = [{
     In a conv -> BatchNorm -> ReLU chain, two tensors of one size live from
     the forward to the backward: the BatchNorm's input X, which
@@ -345,13 +346,27 @@ def CometRecomputeActivations
     its weights are parameters. The clone gives the same bits, so every far
     reader moves, and nothing of the output is kept.
 
+    A Dropout's output P' (result 0, with a mask) is recomputed the same
+    way where its input P and its mask are read after the output's first
+    far reader anyway (attention: SoftmaxGrad reads the softmax P,
+    DropoutGrad the mask), by an `onnx.DropoutGrad` with P in dY's place: mask ? P /
+    (1 - ratio) : 0 is the forward's expression, so the bits are the
+    forward's. A GELU's output (`onnx.BiasGelu`, `onnx.Gelu`) is recomputed
+    by a clone where its input is read later anyway (BiasGeluGrad_dX,
+    GeluGrad). These recomputes are named `<value>.recompute`, like the
+    others; a Dropout whose input is not kept (GELU -> Dropout -> Linear)
+    is left alone, since keeping the input would keep as much. A residual
+    Add is not recomputed: its operands are not kept for anything else.
+
     `only=a,b` recomputes only the listed values (a memory budget's choice;
     the Engine passes it); a listed name that is not recomputable is an
     error.
 
-    compress-activations sees X's read by `comet.batch_norm_apply` as
-    ConsumerKind::Recompute and bounds X's error by what the recomputed
-    value's readers tolerate, divided by the gain |scale| / std.
+    compress-activations sees a recompute's read of its input as
+    ConsumerKind::Recompute and bounds the input's error by what the
+    recomputed value's readers tolerate, divided by the gain: |scale| / std
+    for a BatchNorm, 1 / (1 - ratio) for a Dropout, 1.1289 (GELU's largest
+    slope) for a GELU.
 
     Run it after `--comet-specialize-shapes`, `--comet-hoist-masks` and
     `--comet-compact-pool-indices`, before `--comet-fuse-optimizer` (the
@@ -394,7 +409,8 @@ def CometRecomputeActivations
   ];
   let statistics = [
     Statistic<"numRecomputed", "recomputed",
-              "BatchNorm outputs recomputed in the backward">,
+              "BatchNorm, Dropout and GELU outputs recomputed in the "
+              "backward">,
     Statistic<"numConvs", "convs", "Conv outputs recomputed in the backward">,
     Statistic<"numReadersMoved", "readers-moved",
               "Far readers moved onto a recomputed value">,
