@@ -533,6 +533,22 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     m.predictedStdCoherent =
         cometPredictedGradStdMasked(ebSeen, kUniformStdFactor, m.numTerms,
                                     m.maskedMoment, m.coherentExcess);
+    // At a bound large against the values, most fall in the zero bin and
+    // the codec's error is narrower than the uniform +-eb: the same model
+    // with the error the codec made.
+    if (bn && ob.aux_weight_sum > 0) {
+      m.invStdWeighted = std::sqrt(ob.aux_weighted_sq_sum / ob.aux_weight_sum);
+      m.predictedStdChannels = cometPredictedGradStdMasked(
+          m.eb * m.invStdWeighted, kUniformStdFactor, m.numTerms,
+          m.maskedMoment, m.coherentExcess);
+    }
+    if (ob.act_err_elements > 0 && m.eb > 0) {
+      m.codecErrorStd =
+          std::sqrt(ob.act_err_sq_sum / double(ob.act_err_elements));
+      m.codecFactor = m.codecErrorStd / m.eb;
+      m.predictedStdCodec = cometPredictedGradStdMasked(
+          ebSeen, m.codecFactor, m.numTerms, m.maskedMoment, m.coherentExcess);
+    }
     const StepResult &lc = (*lossy)[c.param], &ea = (*exactA)[c.param];
     llvm::ArrayRef<float> gc = lc.grad, gr = ea.grad;
     if (gc.size() != gr.size() || gc.empty()) {

@@ -146,20 +146,29 @@ def test_error_model_within_2x_with_coherent_term(tmp_path):
     # Every other sz slot feeds a BatchNorm, checked through its scale.
     assert {s["kind"] for k, s in slots.items() if k not in conv} == {"batchnorm"}
     assert len(slots) == 8
-    # At the tuner's largest bound (--eb-max, 0.1) the codec's error is
-    # narrower than the uniform +-eb the model assumes (a BatchNorm input's
-    # residuals then mostly fall in the zero bin): there the prediction is
-    # an over-estimate. Measured on this run's clamped BatchNorm slots
-    # (conv6, conv4, conv5): 0.38, 0.55, 0.62 at 2 threads, 0.59, 0.65,
-    # 0.69 at 1 thread, 0.42, 0.48, 0.73 at 3. Below the clamp the model
-    # holds within 2x both ways; at it, only the safe direction is met.
+    # At the tuner's largest bound (--eb-max, 0.1) the prediction is an
+    # over-estimate on this run's clamped BatchNorm slots (conv6, conv4,
+    # conv5): 0.38, 0.55, 0.62 at 2 threads, 0.59, 0.65, 0.69 at 1 thread,
+    # 0.42, 0.48, 0.73 at 3. Below the clamp the model holds within 2x both
+    # ways; at it, only the safe direction is met.
+    # Not the codec: its own error, measured through the format's quantizer
+    # on the non-zero values, is the uniform +-eb the model assumes (RMS /
+    # eb = 1/sqrt(3) = 0.577; 0.54-0.60 here) on every slot, clamped or not.
+    # The gain: the model takes the largest channel's 1/std, while each
+    # channel's scale gradient sees its own, weighted by its dY energy
+    # (inv_std_weighted): with that gain the clamped slots come within 2x
+    # (0.66, 0.89, 0.85), but conv1 (the stem's BatchNorm, whose constant
+    # background makes K large) is then 2.4x under, since K is not weighted
+    # per channel. So the default keeps the largest channel's.
     clamped_low = []
     for s in slots.values():
+        assert 0.5 < s["codec_factor"] < 0.65, s
         assert s["ratio_coherent"] < 2.0, s
         if s["eb"] < 0.1:
             assert 0.5 < s["ratio_coherent"], s
         elif s["ratio_coherent"] <= 0.5:
             clamped_low.append((s["value"], round(s["ratio_coherent"], 3)))
+            assert 0.5 < s["ratio_channels"] < 2.0, s
         assert s["predicted_std_coherent"] == pytest.approx(
             s["predicted_std_masked"] *
             (1 + s["coherent_excess"] / (s["N"] * s["masked_moment"])) ** 0.5,
@@ -192,7 +201,7 @@ def test_error_model_within_2x_with_coherent_term(tmp_path):
     assert found[bn2["slot"]] == pytest.approx(bn2["eb"], rel=1e-6)
     assert found[relu2["slot"]] == pytest.approx(relu2["eb"], rel=1e-6)
     if clamped_low:
-        # Not done: the model would need the codec's measured error there.
+        # Not done: a gain per channel for both terms of the model.
         pytest.xfail(f"error model over-predicts at the eb-max clamp: "
                      f"measured / predicted {clamped_low}")
 

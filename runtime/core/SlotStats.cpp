@@ -6,7 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "SlotStats.h"
 #include "Context.h"
+#include "comet/kernels/CodecFormat.h"
 #include "comet/runtime/device.h"
+#include "comet/runtime/handles.h"
 #include "comet/runtime/slot_stats.h"
 
 #include <algorithm>
@@ -177,6 +179,9 @@ struct Table {
   std::set<int64_t> noMoments;
   /// (slot, consumer) keys of comet_rt_slot_set_diagonal.
   std::set<std::pair<int64_t, int64_t>> diagonal;
+  /// Per (slot, consumer), dY's energy per channel (dim 1) from the latest
+  /// observe_grad, which observe_max weights its per-channel values by.
+  std::map<std::pair<int64_t, int64_t>, std::vector<double>> channelEnergy;
 };
 
 Table &table(comet_rt_context *ctx) {
@@ -306,9 +311,32 @@ int32_t observeAct(comet_rt_context *ctx, const slot_observe_act_args &a) {
     std::lock_guard<std::mutex> lock(t.mu);
     t.masks[slot] = std::move(mask);
   }
+  // The codec's error at the slot's bound, element by element through the
+  // format's quantizer: what the consumers will read instead of X.
+  namespace fmt = comet::kernels::format;
+  double errSq = 0;
+  int64_t errN = 0;
+  fmt::QuantParams qp;
+  if (moments && fmt::quantParams(comet_rt_slot_get_eb(ctx, slot), qp)) {
+#pragma omp parallel for reduction(+ : errSq) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      bool bad;
+      int32_t q = fmt::quantizeValue<fmt::F32>(p[i], qp, &bad);
+      if (!bad) {
+        double d = double(p[i]) -
+                   double(fmt::F32::toFloat(fmt::dequantize<fmt::F32>(q, qp)));
+        errSq += d * d;
+      }
+    }
+    // Over the non-zero elements: a zero is reconstructed exactly, and the
+    // consumers' model counts the non-zero ones only (R, the masked M).
+    errN = nz;
+  }
   return update(t, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.act_elements += n;
     o.act_nonzero += nz;
+    o.act_err_sq_sum += errSq;
+    o.act_err_elements += errN;
   });
 }
 
@@ -329,6 +357,24 @@ int32_t observeGrad(comet_rt_context *ctx, const slot_observe_grad_args &a) {
     double v = p[i];
     sa += std::fabs(v);
     sq += v * v;
+  }
+  // dY's energy per channel: a per-channel gain (BatchNorm's 1/std, in
+  // observe_max) reaches the weight gradient weighted by it.
+  if (shape.size() >= 2 && shape[0] > 0 && shape[1] > 0 && n > 0) {
+    const int64_t b = shape[0], c = shape[1], inner = n / (b * c);
+    std::vector<double> e(c, 0.0);
+#pragma omp parallel for schedule(static)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double acc = 0;
+      for (int64_t s = 0; s < b; ++s) {
+        const float *q = p + (s * c + ch) * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          acc += double(q[i]) * q[i];
+      }
+      e[ch] = acc;
+    }
+    std::lock_guard<std::mutex> lock(t.mu);
+    t.channelEnergy[{slot, consumer}] = std::move(e);
   }
   std::shared_ptr<const ActMask> mask;
   bool diagonal;
@@ -418,12 +464,27 @@ int32_t observeMax(comet_rt_context *ctx, const slot_observe_max_args &a) {
   Table *tab = beginObserve(ctx, a.t, copy, p, n, status);
   if (!tab)
     return status;
-  double mx = -std::numeric_limits<double>::infinity();
+  double mx = -std::numeric_limits<double>::infinity(), wsq = 0, w = 0;
+  std::vector<double> energy;
+  {
+    std::lock_guard<std::mutex> lock(tab->mu);
+    auto it = tab->channelEnergy.find({slot, consumer});
+    if (it != tab->channelEnergy.end())
+      energy = it->second;
+  }
+  const bool weighted = int64_t(energy.size()) == n;
   for (int64_t i = 0; i < n; ++i)
-    if (std::isfinite(p[i]) && p[i] > mx)
-      mx = p[i];
+    if (std::isfinite(p[i])) {
+      mx = std::max<double>(mx, p[i]);
+      if (weighted) {
+        wsq += double(p[i]) * p[i] * energy[i];
+        w += energy[i];
+      }
+    }
   return update(*tab, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.aux_max = std::max(o.aux_max, mx);
+    o.aux_weighted_sq_sum += wsq;
+    o.aux_weight_sum += w;
   });
 }
 
@@ -474,6 +535,7 @@ void comet_rt_slot_observations_clear(comet_rt_context *ctx) {
   std::lock_guard<std::mutex> lock(t.mu);
   t.obs.clear();
   t.masks.clear();
+  t.channelEnergy.clear();
 }
 
 } // extern "C"

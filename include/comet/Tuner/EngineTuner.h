@@ -83,6 +83,18 @@ struct GradErrorMeasurement {
   /// the default (masked) rule predicts. For BatchNorm K is over the (c, c)
   /// pairs of its scale gradient and eb is scaled by inv_std.
   double coherentExcess = 0, predictedStdCoherent = 0;
+  /// The codec's own error on this slot's activation in the lossy step
+  /// (comet_rt_slot_observation::act_err_sq_sum): its RMS, that over eb
+  /// (the uniform +-eb gives 1/sqrt(3)), and the masked + coherent
+  /// prediction with that factor in place of 1/sqrt(3). 0 when not
+  /// observed.
+  double codecErrorStd = 0, codecFactor = 0, predictedStdCodec = 0;
+  /// BatchNorm: the per-channel inv_std weighted by dY's energy per
+  /// channel, sqrt(sum_c s_c^2 E_c / sum_c E_c) (each channel's scale
+  /// gradient sees its own 1/std and its own dY), and the masked +
+  /// coherent prediction with it as the gain in place of the largest
+  /// channel's.
+  double invStdWeighted = 0, predictedStdChannels = 0;
   /// BatchNorm: the largest channel's inv_std, which scales eb in all its
   /// predictions.
   double invStd = 0;

@@ -1,4 +1,5 @@
 //===- SlotStatsTest.cpp - The per-slot statistics ABI --------------------===//
+#include "comet/runtime/handles.h"
 #include "comet/runtime/slot_stats.h"
 
 #include "gtest/gtest.h"
@@ -238,4 +239,63 @@ TEST(SlotStats, MomentsOffSkipsMaskAndGroups) {
   EXPECT_EQ(o.grad_coherent_pairs, 2);
   EXPECT_DOUBLE_EQ(o.grad_coherent_sum, 10);
   EXPECT_NE(comet_rt_slot_set_moments(nullptr, -1, 0), 0);
+}
+
+// observe_act measures the sz codec's own error at the slot's bound: each
+// non-zero element against its reconstruction, q = round(x / 2eb) times
+// 2eb; zeros are exact and not counted. Without a bound, nothing.
+TEST(SlotStats, CodecErrorAtTheSlotsBound) {
+  comet_rt_slots_reset(nullptr);
+  comet_rt_slot_observations_clear(nullptr);
+  comet_rt_slot_stats_enable(nullptr, 1);
+  std::vector<float> x = {0.0f, 0.3f, -0.26f, 0.0f, 1.05f, 0.49f};
+  Memref1D mx(x);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 4, 0), 0);
+  comet_rt_slot_observation o;
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 4, 0, &o), 0);
+  EXPECT_EQ(o.act_err_elements, 0);
+  EXPECT_EQ(o.act_err_sq_sum, 0.0);
+
+  ASSERT_EQ(comet_rt_slot_set_eb(nullptr, 4, 0.25), 0);
+  comet_rt_slot_observations_clear(nullptr);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 4, 0), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 4, 0, &o), 0);
+  // Step 0.5: 0.3 -> 0.5, -0.26 -> -0.5, 1.05 -> 1.0, 0.49 -> 0.5.
+  double want = 0;
+  for (auto [v, r] : {std::pair{0.3, 0.5}, std::pair{-0.26, -0.5},
+                      std::pair{1.05, 1.0}, std::pair{0.49, 0.5}}) {
+    double d = double(float(v)) - r;
+    want += d * d;
+  }
+  EXPECT_EQ(o.act_err_elements, 4);
+  EXPECT_NEAR(o.act_err_sq_sum, want, 1e-12);
+  comet_rt_slots_reset(nullptr);
+}
+
+// observe_max weights its per-channel values by the energy per channel of
+// the dY that observe_grad saw for the same (slot, consumer) just before:
+// sum_c a_c^2 E_c and sum_c E_c. Channels are dim 1.
+TEST(SlotStats, MaxWeightedByTheGradientsChannelEnergy) {
+  comet_rt_slot_observations_clear(nullptr);
+  comet_rt_slot_stats_enable(nullptr, 1);
+  // dY [2, 2, 1, 2]: channel 0 holds 1, 2 and 3, 1 (E_0 = 15); channel 1
+  // holds 0, 1 and 0, 0 (E_1 = 1).
+  std::vector<float> dy = {1, 2, 0, 1, 3, 1, 0, 0};
+  MemrefND mdy(dy, {2, 2, 1, 2});
+  std::vector<float> inv = {2.0f, 10.0f};
+  Memref1D mi(inv);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, 6, 1), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_max(nullptr, &mi.m, 6, 1), 0);
+  // A consumer without a dY of matching channels: its maximum only.
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_max(nullptr, &mi.m, 6, 2), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
+  comet_rt_slot_observation o;
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 6, 1, &o), 0);
+  EXPECT_DOUBLE_EQ(o.aux_max, 10.0);
+  EXPECT_DOUBLE_EQ(o.aux_weight_sum, 16.0);
+  EXPECT_DOUBLE_EQ(o.aux_weighted_sq_sum, 4.0 * 15 + 100.0 * 1);
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 6, 2, &o), 0);
+  EXPECT_DOUBLE_EQ(o.aux_max, 10.0);
+  EXPECT_EQ(o.aux_weight_sum, 0.0);
 }

@@ -51,6 +51,20 @@ typedef struct comet_rt_slot_observation {
    * grad_coherent_pairs. */
   double grad_coherent_sum;
   int64_t grad_coherent_pairs;
+  /* The sz codec's own error on the activation (observe_act), at the
+   * slot's bound then: sum over elements of (x - x')^2, x' the element's
+   * reconstruction by the format's quantizer (0 for one stored verbatim or
+   * a zero), and the non-zero elements it is over (0 while the slot has no
+   * bound). */
+  double act_err_sq_sum;
+  int64_t act_err_elements;
+  /* observe_max's tensor a (BatchNorm's per-channel 1/std) weighted by the
+   * same consumer's dY energy per channel (dim 1) from its observe_grad,
+   * E_c = sum of dY^2 over channel c: sum_c a_c^2 E_c and sum_c E_c. Their
+   * ratio is the squared gain that the weight gradient's error sees (0 and
+   * 0 without an observe_grad of matching channels before it). */
+  double aux_weighted_sq_sum;
+  double aux_weight_sum;
 } comet_rt_slot_observation;
 
 /* Turns collection on (non-zero) or off. Off by default. */
