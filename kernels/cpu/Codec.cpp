@@ -2198,7 +2198,7 @@ encodeChunkAvx2(const uint8_t *x, uint64_t len, const QuantParams &qp,
 
 template <typename E>
 comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
-                             size_t outCapacity, size_t *outSize) {
+                             size_t outCapacity, size_t *outSize, int entropy) {
   QuantParams qp;
   if (!quantParams(h.eb, qp))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
@@ -2239,7 +2239,6 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
   if (useAvx2())
     encode = encodeChunkAvx2<E>;
 #endif
-  const int entropy = gEntropy.load(std::memory_order_relaxed);
   uint64_t pos = tableEnd, payload = 0, numOutliers = 0;
   bool fits = tableEnd <= outCapacity;
   for (uint64_t c0 = 0; c0 < nc; c0 += wave) {
@@ -2537,10 +2536,10 @@ auto dispatchDtype(uint32_t dtype, Args &&...args) {
 
 template <typename E> struct CompressSzFn {
   static comet_rt_status run(const uint8_t *x, Header &h, uint8_t *out,
-                             size_t cap, size_t *outSize) {
+                             size_t cap, size_t *outSize, int entropy) {
     if (h.version == format::kFormatVersion1)
       return compressSz<E>(x, h, out, cap, outSize);
-    return compressSzV2<E>(x, h, out, cap, outSize);
+    return compressSzV2<E>(x, h, out, cap, outSize, entropy);
   }
 };
 template <typename E> struct DecompressSzFn {
@@ -2635,10 +2634,21 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
                                 const void *data, const uint64_t *dims,
                                 uint32_t rank, double eb, void *out,
                                 size_t outCapacity, size_t *outSize) {
+  return compressWith(version, gEntropy.load(std::memory_order_relaxed), codec,
+                      dtype, data, dims, rank, eb, out, outCapacity, outSize);
+}
+
+comet_rt_status compressWith(int version, int entropy, int codec, int dtype,
+                             const void *data, const uint64_t *dims,
+                             uint32_t rank, double eb, void *out,
+                             size_t outCapacity, size_t *outSize) {
   if (!outSize || (!out && outCapacity) || (rank && !dims) ||
       rank > COMET_RT_CODEC_MAX_RANK || !validCodec(codec) ||
       !validDtype(dtype) ||
-      (version != format::kFormatVersion1 && version != format::kFormatVersion))
+      (version != format::kFormatVersion1 &&
+       version != format::kFormatVersion) ||
+      entropy < COMET_RT_CODEC_ENTROPY_AUTO ||
+      entropy > COMET_RT_CODEC_ENTROPY_NONE)
     return COMET_RT_ERROR_INVALID_ARGUMENT;
   *outSize = 0;
   Header h;
@@ -2660,7 +2670,8 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
     QuantParams qp;
     if (!quantParams(eb, qp))
       return COMET_RT_ERROR_INVALID_ARGUMENT;
-    return dispatchDtype<CompressSzFn>(h.dtype, x, h, o, outCapacity, outSize);
+    return dispatchDtype<CompressSzFn>(h.dtype, x, h, o, outCapacity, outSize,
+                                       entropy);
   }
   h.payloadBytes = codec == COMET_RT_CODEC_RAW ? bytes : ceilDiv(h.n, 8);
   uint64_t total = kHeaderSize + h.payloadBytes;

@@ -1,6 +1,6 @@
 //===- CodecApi.cpp - C ABI of the activation codec -----------------------===//
-#include "comet/runtime/codec.h"
 #include "comet/kernels/cpu/Codec.h"
+#include "comet/runtime/codec.h"
 
 namespace cpu = comet::kernels::cpu;
 
@@ -56,6 +56,17 @@ comet_rt_status comet_rt_codec_compress_version(int version, int codec,
                                                 size_t *out_size) {
   return cpu::compressVersion(version, codec, dtype, data, dims, rank, eb, out,
                               out_capacity, out_size);
+}
+
+comet_rt_status comet_rt_codec_compress_entropy(int entropy, int codec,
+                                                int dtype, const void *data,
+                                                const uint64_t *dims,
+                                                uint32_t rank, double eb,
+                                                void *out, size_t out_capacity,
+                                                size_t *out_size) {
+  return cpu::compressWith(comet::kernels::format::kFormatVersion, entropy,
+                           codec, dtype, data, dims, rank, eb, out,
+                           out_capacity, out_size);
 }
 
 comet_rt_status comet_rt_codec_set_isa(int isa) { return cpu::setIsa(isa); }

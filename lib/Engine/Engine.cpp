@@ -774,6 +774,7 @@ Error Engine::compile(const EngineOptions &options) {
     return e;
   I.trainer.setSites(std::move(sites));
   I.trainer.setPrediction(std::move(pred));
+  I.trainer.setEntropyByPeak(I.opts.entropyByPeak);
   if (Error e = toError(I.trainer.setupOptimizer(*optimizer)))
     return e;
   // ---- checkpoints and export ----

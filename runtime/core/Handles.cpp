@@ -23,6 +23,8 @@ struct SlotTable {
   std::mutex mu;
   std::vector<double> eb; // < 0: undefined
   std::vector<comet_rt_site_stats> sites;
+  std::vector<int32_t> entropy;         // per site; -1: the codec's setting
+  std::vector<int64_t> fixedWidthBytes; // per site; 0: not measured
 };
 
 SlotTable &table(comet_rt_context *ctx) {
@@ -34,9 +36,11 @@ SlotTable &table(comet_rt_context *ctx) {
 namespace comet::rt {
 
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
-                  int64_t slot, int64_t site, double &eb, int64_t &prevOut) {
+                  int64_t slot, int64_t site, double &eb, int64_t &prevOut,
+                  int32_t &entropy) {
   SlotTable &t = table(ctx);
   prevOut = 0;
+  entropy = -1;
   {
     std::lock_guard<std::mutex> lock(t.mu);
     if (codec == COMET_RT_CODEC_SZ && slot >= 0) {
@@ -48,6 +52,8 @@ int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
     }
     if (static_cast<size_t>(site) < t.sites.size())
       prevOut = t.sites[site].last_bytes_out;
+    if (static_cast<size_t>(site) < t.entropy.size())
+      entropy = t.entropy[site];
   }
   if (codec == COMET_RT_CODEC_SZ && !(eb > 0 && std::isfinite(eb)))
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
@@ -71,6 +77,14 @@ void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
   s.codec = codec;
   s.slot = codec == COMET_RT_CODEC_SZ ? slot : -1;
   s.last_eb = codec == COMET_RT_CODEC_SZ ? eb : 0.0;
+}
+
+void siteRecordFixedWidth(comet_rt_context *ctx, int64_t site, int64_t bytes) {
+  SlotTable &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (static_cast<size_t>(site) >= t.fixedWidthBytes.size())
+    t.fixedWidthBytes.resize(site + 1, 0);
+  t.fixedWidthBytes[site] = bytes;
 }
 
 } // namespace comet::rt
@@ -104,6 +118,8 @@ void comet_rt_slots_reset(comet_rt_context *ctx) {
   std::lock_guard<std::mutex> lock(t.mu);
   t.eb.clear();
   t.sites.clear();
+  t.entropy.clear();
+  t.fixedWidthBytes.clear();
 }
 
 int64_t comet_rt_num_sites(comet_rt_context *ctx) {
@@ -120,6 +136,37 @@ int32_t comet_rt_site_get_stats(comet_rt_context *ctx, int64_t site,
     return COMET_RT_ERROR_INVALID_ARGUMENT;
   *out = t.sites[site];
   return COMET_RT_SUCCESS;
+}
+
+int32_t comet_rt_site_set_entropy(comet_rt_context *ctx, int64_t site,
+                                  int32_t entropy) {
+  if (site < 0 || site > (1 << 20) || entropy < -1 ||
+      entropy > COMET_RT_CODEC_ENTROPY_NONE)
+    return comet::rt::fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                           "comet_rt_site_set_entropy: bad site or setting");
+  SlotTable &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (static_cast<size_t>(site) >= t.entropy.size())
+    t.entropy.resize(site + 1, -1);
+  t.entropy[site] = entropy;
+  return COMET_RT_SUCCESS;
+}
+
+int32_t comet_rt_site_get_entropy(comet_rt_context *ctx, int64_t site) {
+  SlotTable &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  return site >= 0 && static_cast<size_t>(site) < t.entropy.size()
+             ? t.entropy[site]
+             : -1;
+}
+
+int64_t comet_rt_site_get_fixed_width_bytes(comet_rt_context *ctx,
+                                            int64_t site) {
+  SlotTable &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  return site >= 0 && static_cast<size_t>(site) < t.fixedWidthBytes.size()
+             ? t.fixedWidthBytes[site]
+             : 0;
 }
 
 } // extern "C"

@@ -15,13 +15,18 @@ namespace comet::rt {
 
 /// The bound a compress at `site` uses: slot's for sz with slot >= 0
 /// (defining it with eb when undefined), else eb; prevOut is the site's
-/// last stream size (0 before its first). Fails (op names the caller) when
-/// that bound is not positive and finite.
+/// last stream size (0 before its first); entropy the site's sz entropy
+/// stage (comet_rt_site_set_entropy; -1: the codec's process-wide one).
+/// Fails (op names the caller) when that bound is not positive and finite.
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
-                  int64_t slot, int64_t site, double &eb, int64_t &prevOut);
+                  int64_t slot, int64_t site, double &eb, int64_t &prevOut,
+                  int32_t &entropy);
 /// Counts one compress at site: bytesIn of f32 became bytesOut of block.
 void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
                 int64_t slot, double eb, int64_t bytesIn, int64_t bytesOut);
+/// The block the site's first sz compression would have taken without an
+/// entropy stage (comet_rt_site_get_fixed_width_bytes).
+void siteRecordFixedWidth(comet_rt_context *ctx, int64_t site, int64_t bytes);
 
 /// The handle block header's size, which both backends count with the
 /// stream so that one graph reports the same compressed bytes anywhere.

@@ -8,6 +8,7 @@
 #include "comet/driver/Trainer.h"
 #include "comet/driver/Coverage.h"
 
+#include "comet/runtime/codec.h"
 #include "comet/runtime/device.h"
 #include "comet/runtime/exec.h"
 #include "comet/runtime/handles.h"
@@ -533,6 +534,10 @@ std::string Trainer::runTrain(const void *images, const int64_t *lab,
   if (!e.empty())
     return e;
   noteStreams();
+  if (entropyByPeak && !entropyChosen) {
+    entropyChosen = true;
+    chooseSiteEntropy();
+  }
   resetGrad = false;
   return copy(&lossOut, loss->data, sizeof(float));
 }
@@ -737,6 +742,88 @@ void Trainer::resetPeaks() {
   slotLargest.clear();
 }
 
+int64_t Trainer::predictedPeak(const std::map<int64_t, int64_t> &fixedWidth,
+                               int64_t &at) const {
+  const int64_t n = prediction.numSteps;
+  std::vector<int64_t> d(n + 1, 0);
+  for (const MemoryPrediction::Interval &iv : prediction.intervals) {
+    int64_t bytes = iv.bytes;
+    auto measured = slotLargest.find(iv.slot);
+    if (iv.szTensorBytes > 0 && measured != slotLargest.end() &&
+        measured->second.first > 0) {
+      auto fw = fixedWidth.find(iv.slot);
+      int64_t out =
+          fw != fixedWidth.end() ? fw->second : measured->second.second;
+      bytes = static_cast<int64_t>(
+          std::ceil(double(iv.szTensorBytes) * out / measured->second.first));
+    }
+    int64_t b = std::clamp<int64_t>(iv.start, 0, n - 1);
+    int64_t e = std::clamp<int64_t>(iv.end, b, n - 1);
+    d[b] += bytes;
+    d[e + 1] -= bytes;
+  }
+  int64_t total = 0, peak = 0;
+  at = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    total += d[t];
+    int64_t ws =
+        t < int64_t(prediction.workspace.size()) ? prediction.workspace[t] : 0;
+    if (t == 0 || total + ws > peak) {
+      peak = total + ws;
+      at = t;
+    }
+  }
+  return peak;
+}
+
+void Trainer::chooseSiteEntropy() {
+  if (!prediction.valid || prediction.numSteps <= 0)
+    return;
+  // Each measured slot's fixed-width block (its first compression's), and
+  // its sites.
+  std::map<int64_t, int64_t> fixedOf;
+  std::map<int64_t, std::vector<int64_t>> sitesOf;
+  for (size_t i = 0; i < siteInfo.size(); ++i) {
+    int64_t slot = siteInfo[i].slot;
+    int64_t fw = comet_rt_site_get_fixed_width_bytes(rt.get(), int64_t(i));
+    if (siteInfo[i].codec != "sz" || slot < 0 || fw <= 0 ||
+        !slotLargest.count(slot))
+      continue;
+    fixedOf[slot] = std::max(fixedOf[slot], fw);
+    sitesOf[slot].push_back(int64_t(i));
+  }
+  int64_t at = 0;
+  const int64_t base = predictedPeak({}, at);
+  auto livesAt = [&](int64_t slot, int64_t step) {
+    const auto &ivs = prediction.intervals;
+    return std::any_of(ivs.begin(), ivs.end(), [&](const auto &iv) {
+      return iv.slot == slot && iv.szTensorBytes > 0 && iv.start <= step &&
+             step <= iv.end;
+    });
+  };
+  // The slots not live at the peak, then, while their larger streams make
+  // a higher peak somewhere, less those live there.
+  std::map<int64_t, int64_t> fast;
+  for (auto [slot, fw] : fixedOf)
+    if (!livesAt(slot, at))
+      fast[slot] = fw;
+  while (!fast.empty()) {
+    int64_t at2 = 0;
+    if (predictedPeak(fast, at2) <= base)
+      break;
+    size_t before = fast.size();
+    for (auto it = fast.begin(); it != fast.end();)
+      it = livesAt(it->first, at2) ? fast.erase(it) : std::next(it);
+    if (fast.size() == before)
+      fast.clear();
+  }
+  for (auto [slot, fw] : fast)
+    for (int64_t site : sitesOf[slot])
+      if (comet_rt_site_set_entropy(rt.get(), site,
+                                    COMET_RT_CODEC_ENTROPY_NONE) == 0)
+        ++fixedWidthSites;
+}
+
 void Trainer::noteStreams() {
   for (size_t i = 0; i < siteInfo.size(); ++i) {
     comet_rt_site_stats rs;
@@ -754,6 +841,7 @@ EngineStats Trainer::stats() const {
   EngineStats s;
   s.budget = prediction.budget;
   s.recomputed = prediction.recomputed;
+  s.fixedWidthSites = fixedWidthSites;
   comet_rt_alloc_stats a;
   comet_rt_alloc_get_stats(rt.get(), &a);
   for (int c = 0; c < COMET_RT_MEM_NUM_CATEGORIES; ++c)

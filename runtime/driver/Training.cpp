@@ -476,6 +476,10 @@ void printSummary(const RunResult &r) {
   if (!st.recomputed.empty())
     printf("recomputed in the backward instead of kept: %zu values\n",
            st.recomputed.size());
+  if (st.fixedWidthSites > 0)
+    printf("fixed-width codec (no entropy stage) at %" PRId64
+           " sites, whose handles are not live at the predicted peak\n",
+           st.fixedWidthSites);
   if (const BudgetChoice &bc = st.budget; bc.bytes > 0)
     printf("memory budget %" PRId64 " B: %s (%" PRId64
            " compressed, %zu left raw, %" PRId64 " of %" PRId64
@@ -632,6 +636,7 @@ std::string reportJson(const ReportInfo &info, const RunResult &r) {
   j.member("predicted_peak_bytes", st.predictedPeakBytes);
   j.member("predicted_tensor_peak_bytes", st.predictedTensorPeakBytes);
   j.member("predicted_workspace_bytes", st.predictedWorkspaceBytesAtPeak);
+  j.member("codec_fixed_width_sites", st.fixedWidthSites);
   j.key("recomputed");
   j.arrayBegin();
   for (const std::string &n : st.recomputed)

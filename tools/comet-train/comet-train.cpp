@@ -118,20 +118,27 @@ static cl::opt<Device>
            cl::values(clEnumValN(Device::Cpu, "cpu", "CPU"),
                       clEnumValN(Device::Cuda, "cuda", "CUDA GPU")),
            cl::init(Device::Cpu), cl::cat(cat));
-static cl::opt<comet_rt_codec_entropy> codecEntropy(
+/// --codec-entropy: peak (the default) gives the entropy stage only to the
+/// handles live at the predicted peak (Trainer::chooseSiteEntropy); the
+/// others are the codec's process-wide comet_rt_codec_entropy settings.
+enum class EntropyFlag { Peak, Auto, Off, Always, None };
+static cl::opt<EntropyFlag> codecEntropy(
     "codec-entropy",
     cl::desc("The CPU sz encoder's entropy stage: the ratio against the "
              "codec's time (docs/codec-format.md)"),
     cl::values(
-        clEnumValN(COMET_RT_CODEC_ENTROPY_AUTO, "auto",
-                   "Rice- or range-coded chunks where they pay (default)"),
-        clEnumValN(COMET_RT_CODEC_ENTROPY_OFF, "off", "block chunks only"),
-        clEnumValN(COMET_RT_CODEC_ENTROPY_ALWAYS, "always",
+        clEnumValN(EntropyFlag::Peak, "peak",
+                   "auto for the handles live at the predicted peak, none "
+                   "for the rest, chosen after the first step (default)"),
+        clEnumValN(EntropyFlag::Auto, "auto",
+                   "Rice- or range-coded chunks where they pay"),
+        clEnumValN(EntropyFlag::Off, "off", "block chunks only"),
+        clEnumValN(EntropyFlag::Always, "always",
                    "both coders on every chunk, the smallest kept"),
-        clEnumValN(COMET_RT_CODEC_ENTROPY_NONE, "none",
+        clEnumValN(EntropyFlag::None, "none",
                    "fixed-width block modes only, as the CUDA encoder "
                    "writes")),
-    cl::init(COMET_RT_CODEC_ENTROPY_AUTO), cl::cat(cat));
+    cl::init(EntropyFlag::Peak), cl::cat(cat));
 static cl::opt<std::string> reportPath("report",
                                        cl::desc("Write the JSON report here"),
                                        cl::init(""), cl::cat(cat));
@@ -510,16 +517,32 @@ runSettings(const comet::Engine &engine, const comet::EngineOptions &opts,
   return out;
 }
 
-static const char *entropyWord(comet_rt_codec_entropy e) {
+static const char *entropyWord(EntropyFlag e) {
   switch (e) {
-  case COMET_RT_CODEC_ENTROPY_OFF:
-    return "off";
-  case COMET_RT_CODEC_ENTROPY_ALWAYS:
-    return "always";
-  case COMET_RT_CODEC_ENTROPY_NONE:
-    return "none";
-  default:
+  case EntropyFlag::Peak:
+    return "peak";
+  case EntropyFlag::Auto:
     return "auto";
+  case EntropyFlag::Off:
+    return "off";
+  case EntropyFlag::Always:
+    return "always";
+  case EntropyFlag::None:
+    return "none";
+  }
+  return "peak";
+}
+
+static comet_rt_codec_entropy entropySetting(EntropyFlag e) {
+  switch (e) {
+  case EntropyFlag::Off:
+    return COMET_RT_CODEC_ENTROPY_OFF;
+  case EntropyFlag::Always:
+    return COMET_RT_CODEC_ENTROPY_ALWAYS;
+  case EntropyFlag::None:
+    return COMET_RT_CODEC_ENTROPY_NONE;
+  default:
+    return COMET_RT_CODEC_ENTROPY_AUTO;
   }
 }
 
@@ -538,12 +561,15 @@ int main(int argc, char **argv) {
       return fail("--dump-grads and --measure-error-model read tensors on "
                   "the host: use --device cpu");
     opts.device = "cuda";
-    if (codecEntropy != COMET_RT_CODEC_ENTROPY_AUTO)
+    if (codecEntropy.getNumOccurrences())
       return fail("--codec-entropy selects the CPU encoder's stage; the CUDA "
                   "encoder writes fixed-width chunks only");
   }
-  // Process-wide in the codec library; comet-train runs one engine.
-  if (comet_rt_codec_set_entropy(codecEntropy) != COMET_RT_SUCCESS)
+  // One setting for every site: process-wide in the codec library
+  // (comet-train runs one engine).
+  opts.entropyByPeak = codecEntropy == EntropyFlag::Peak;
+  if (comet_rt_codec_set_entropy(entropySetting(codecEntropy)) !=
+      COMET_RT_SUCCESS)
     return fail("cannot select --codec-entropy");
   // The error-model check reads the tuner's statistics of a static graph
   // too.

@@ -125,6 +125,13 @@ struct EngineOptions {
   /// covers what the recomputed value's readers tolerate. Off under
   /// CompressMode::Adaptive, whose tuner re-bounds from direct readers only.
   bool recompute = true;
+  /// After the first step, the CPU sz sites whose handles are not live at
+  /// the predicted peak compress without an entropy stage (faster; larger
+  /// streams where they cost no peak), as long as the prediction with
+  /// their fixed-width sizes, measured at the first step, is no higher
+  /// (Trainer::chooseSiteEntropy). Off: every site follows the codec's
+  /// process-wide comet_rt_codec_set_entropy.
+  bool entropyByPeak = true;
   /// Makes every Dropout mask of the training graph an extra result, for
   /// dropoutMasks() (a debugging aid: returned masks are not compressed).
   bool returnDropoutMasks = false;

@@ -45,14 +45,32 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
                     int64_t bytesIn, int32_t codec, int64_t slot, double eb,
                     int64_t site) {
   int64_t prevOut = 0;
-  if (siteBegin(ctx, op, codec, slot, site, eb, prevOut) != COMET_RT_SUCCESS)
+  int32_t entropy;
+  if (siteBegin(ctx, op, codec, slot, site, eb, prevOut, entropy) !=
+      COMET_RT_SUCCESS)
     return 0;
   std::vector<uint64_t> dims(shape.begin(), shape.end());
+  const uint32_t rank = static_cast<uint32_t>(dims.size());
   auto encode = [&](void *out, size_t cap, size_t &size) {
-    return comet_rt_codec_compress(codec, COMET_RT_DTYPE_F32, data, dims.data(),
-                                   static_cast<uint32_t>(dims.size()), eb, out,
-                                   cap, &size);
+    return entropy >= 0 ? comet_rt_codec_compress_entropy(
+                              entropy, codec, COMET_RT_DTYPE_F32, data,
+                              dims.data(), rank, eb, out, cap, &size)
+                        : comet_rt_codec_compress(codec, COMET_RT_DTYPE_F32,
+                                                  data, dims.data(), rank, eb,
+                                                  out, cap, &size);
   };
+  // A site's first sz compression also measures the stream without an
+  // entropy stage: what the trainer weighs against the codec's time
+  // (Trainer::chooseSiteEntropy).
+  if (codec == COMET_RT_CODEC_SZ && prevOut == 0) {
+    size_t fixed = 0;
+    if (comet_rt_codec_compress_entropy(COMET_RT_CODEC_ENTROPY_NONE, codec,
+                                        COMET_RT_DTYPE_F32, data, dims.data(),
+                                        rank, eb, nullptr, 0, &fixed) ==
+        COMET_RT_ERROR_BUFFER_TOO_SMALL)
+      siteRecordFixedWidth(ctx, site,
+                           static_cast<int64_t>(sizeof(HandleHeader) + fixed));
+  }
   auto oom = [&] {
     fail(COMET_RT_ERROR_OUT_OF_MEMORY, concat(op, ": out of memory"));
     return 0;

@@ -164,8 +164,8 @@ TEST_F(CodecEntropy, AutoPicksTheCoderPerChunk) {
 // block chunk, and AUTO range-codes such chunks (under two bits a value)
 // although their blocks are sparse, at well under half the size.
 TEST_F(CodecEntropy, LooseBoundPostReluChunksAreRangeCoded) {
-  Input relu{"relu", makeData(Dist::Relu50, 1.0, 16384, false, 11),
-             {128, 128}, 0.0};
+  Input relu{
+      "relu", makeData(Dist::Relu50, 1.0, 16384, false, 11), {128, 128}, 0.0};
   float hi = *std::max_element(relu.x.begin(), relu.x.end());
   relu.eb = 0.3 * hi;
   auto off = compressWith(COMET_RT_CODEC_ENTROPY_OFF, relu);
@@ -265,6 +265,39 @@ TEST_F(CodecEntropy, Version1IgnoresIt) {
   }
   EXPECT_EQ(streams[0], streams[1]);
   EXPECT_EQ(streams[0], streams[2]);
+}
+
+// comet_rt_codec_compress_entropy takes the setting for one call: the same
+// bytes as that setting made process-wide, which it neither reads nor
+// changes; a value out of the enum is refused.
+TEST_F(CodecEntropy, PerCallSettingGivesThatSettingsBytes) {
+  const Input in = inputs()[0];
+  ASSERT_EQ(comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_OFF),
+            COMET_RT_SUCCESS);
+  for (int e : kSettings) {
+    SCOPED_TRACE(e);
+    std::vector<uint8_t> out(comet_rt_codec_max_compressed_size(
+        COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, in.x.size()));
+    size_t size = 0;
+    ASSERT_EQ(comet_rt_codec_compress_entropy(
+                  e, COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, in.x.data(),
+                  in.dims.data(), uint32_t(in.dims.size()), in.eb, out.data(),
+                  out.size(), &size),
+              COMET_RT_SUCCESS);
+    out.resize(size);
+    EXPECT_EQ(comet_rt_codec_get_entropy(), COMET_RT_CODEC_ENTROPY_OFF);
+    std::vector<uint8_t> want = compressWith(e, in);
+    EXPECT_EQ(out, want);
+    ASSERT_EQ(comet_rt_codec_set_entropy(COMET_RT_CODEC_ENTROPY_OFF),
+              COMET_RT_SUCCESS);
+  }
+  size_t size = 0;
+  for (int bad : {-1, 4})
+    EXPECT_EQ(comet_rt_codec_compress_entropy(
+                  bad, COMET_RT_CODEC_SZ, COMET_RT_DTYPE_F32, in.x.data(),
+                  in.dims.data(), uint32_t(in.dims.size()), in.eb, nullptr, 0,
+                  &size),
+              COMET_RT_ERROR_INVALID_ARGUMENT);
 }
 
 } // namespace

@@ -83,6 +83,44 @@ TEST(Handles, SzRoundTripWithinTheSlotBound) {
   EXPECT_EQ(s.current[COMET_RT_MEM_COMPRESSED], 0);
 }
 
+// A site's first sz compression measures its fixed-width size; a site set
+// to the fixed-width codec (comet_rt_site_set_entropy) then takes exactly
+// that, the others follow the process-wide setting.
+TEST(Handles, SiteEntropyAndItsFixedWidthSize) {
+  comet_rt_slots_reset(nullptr);
+  std::vector<float> x(64 * 256);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(0.003f * i) + 0.01f * std::cos(0.7f * i);
+  Desc dx(x.data(), 64, 256);
+  EXPECT_EQ(comet_rt_site_get_entropy(nullptr, 5), -1);
+  EXPECT_EQ(comet_rt_site_get_fixed_width_bytes(nullptr, 5), 0);
+  int64_t h = _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ,
+                                             7, 1e-4, /*site=*/5);
+  ASSERT_NE(h, 0) << comet_rt_handles_last_error();
+  const int64_t entropyCoded = comet_rt_handle_bytes(h);
+  const int64_t fixed = comet_rt_site_get_fixed_width_bytes(nullptr, 5);
+  EXPECT_GT(fixed, entropyCoded); // the Rice-coded chunks pay here
+  _mlir_ciface_comet_rt_handle_free(nullptr, h);
+  ASSERT_EQ(comet_rt_site_set_entropy(nullptr, 5, COMET_RT_CODEC_ENTROPY_NONE),
+            0);
+  EXPECT_EQ(comet_rt_site_get_entropy(nullptr, 5), COMET_RT_CODEC_ENTROPY_NONE);
+  h = _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, 7, 1e-4,
+                                     5);
+  ASSERT_NE(h, 0) << comet_rt_handles_last_error();
+  EXPECT_EQ(comet_rt_handle_bytes(h), fixed);
+  std::vector<float> y(x.size());
+  Desc dy(y.data(), 64, 256);
+  ASSERT_EQ(_mlir_ciface_comet_rt_decompress(nullptr, h, &dy.m), 0);
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_LE(std::fabs(x[i] - y[i]), 1e-4) << i;
+  _mlir_ciface_comet_rt_handle_free(nullptr, h);
+  EXPECT_NE(comet_rt_site_set_entropy(nullptr, 5, 4), 0);
+  EXPECT_NE(comet_rt_site_set_entropy(nullptr, -1, 0), 0);
+  comet_rt_slots_reset(nullptr);
+  EXPECT_EQ(comet_rt_site_get_entropy(nullptr, 5), -1);
+  EXPECT_EQ(comet_rt_site_get_fixed_width_bytes(nullptr, 5), 0);
+}
+
 TEST(Handles, UndefinedSlotTakesTheCompiledBound) {
   comet_rt_slots_reset(nullptr);
   std::vector<float> x(128, 0.5f);

@@ -127,6 +127,14 @@ COMET_RT_API comet_rt_status comet_rt_codec_set_entropy(int entropy);
 /* The setting in force. */
 COMET_RT_API int comet_rt_codec_get_entropy(void);
 
+/* comet_rt_codec_compress with this call's entropy stage (a
+ * comet_rt_codec_entropy) instead of the process-wide setting: what a
+ * runtime context uses to give each site its own (comet_rt_site_set_entropy).
+ * COMET_RT_ERROR_INVALID_ARGUMENT for a value out of the enum. */
+COMET_RT_API comet_rt_status comet_rt_codec_compress_entropy(
+    int entropy, int codec, int dtype, const void *data, const uint64_t *dims,
+    uint32_t rank, double eb, void *out, size_t out_capacity, size_t *out_size);
+
 /* Parses and checks the header of the stream at in. */
 COMET_RT_API comet_rt_status comet_rt_codec_get_info(const void *in,
                                                      size_t in_size,

@@ -210,6 +210,9 @@ struct EngineStats {
   BudgetChoice budget;
   /// MemoryPrediction::recomputed.
   std::vector<std::string> recomputed;
+  /// The sz sites that Trainer::chooseSiteEntropy gave the fixed-width
+  /// codec: their handles are not live at the predicted peak.
+  int64_t fixedWidthSites = 0;
   int64_t steps = 0;
   /// Tensor bytes after each op of the training graph, as predicted (each
   /// sz handle sized by its slot's largest stream since resetPeaks()).
@@ -309,6 +312,11 @@ public:
     szRatio = p.szRatio;
     prediction = std::move(p);
   }
+  /// After the first step, give every sz site whose handle is not live at
+  /// the predicted peak the fixed-width codec (no entropy stage, which
+  /// costs the codec's time), as long as the larger streams predict no
+  /// higher peak (chooseSiteEntropy). On by default.
+  void setEntropyByPeak(bool on) { entropyByPeak = on; }
 
   /// The training graph only (gradients into the gradient buffers). `data`
   /// is a batch of samples of the data input's element type (float32, or
@@ -449,6 +457,14 @@ private:
   /// (the tuner loosens bounds after the first steps).
   std::map<int64_t, std::pair<int64_t, int64_t>> slotLargest;
   void noteStreams();
+  bool entropyByPeak = true, entropyChosen = false;
+  int64_t fixedWidthSites = 0;
+  void chooseSiteEntropy();
+  /// The predicted peak (tensors and workspace) and its step, each sz
+  /// handle sized by its slot's largest stream, or by its fixed-width size
+  /// for the slots in `fixedWidth` (bytes of header and stream per slot).
+  int64_t predictedPeak(const std::map<int64_t, int64_t> &fixedWidth,
+                        int64_t &at) const;
 };
 
 } // namespace comet

@@ -200,8 +200,9 @@ void printSummary(const RunResult &result);
 /// What the report says besides the run's figures.
 struct ReportInfo {
   std::string model, device, compress, optimizer, data;
-  /// The CPU sz encoder's entropy setting (comet-train --codec-entropy).
-  std::string codecEntropy = "auto";
+  /// The CPU sz encoder's entropy setting (comet-train --codec-entropy;
+  /// "peak", the Trainer's default, for comet-run).
+  std::string codecEntropy = "peak";
   double learningRate = 0;
   /// Whether the step applied the optimizer itself (Trainer::optimizerFused).
   bool optimizerFused = false;

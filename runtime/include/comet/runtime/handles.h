@@ -54,6 +54,21 @@ typedef struct comet_rt_site_stats {
   double last_eb; /* bound used by the latest compression */
 } comet_rt_site_stats;
 
+/* The sz entropy stage of one site's compressions on the CPU (a
+ * comet_rt_codec_entropy), or -1, the default: the codec's process-wide
+ * setting. The CUDA encoder writes fixed-width chunks whatever it is.
+ * Returns 0 or COMET_RT_ERROR_INVALID_ARGUMENT. */
+COMET_RT_API int32_t comet_rt_site_set_entropy(comet_rt_context *ctx,
+                                               int64_t site, int32_t entropy);
+/* The site's setting (-1: the process-wide one). */
+COMET_RT_API int32_t comet_rt_site_get_entropy(comet_rt_context *ctx,
+                                               int64_t site);
+/* The block (header and stream) the site's first sz compression on the CPU
+ * would have taken without an entropy stage (COMET_RT_CODEC_ENTROPY_NONE),
+ * measured then by one more encoding; 0 when not measured. */
+COMET_RT_API int64_t comet_rt_site_get_fixed_width_bytes(comet_rt_context *ctx,
+                                                         int64_t site);
+
 /* Number of sites seen so far (the largest site index + 1). */
 COMET_RT_API int64_t comet_rt_num_sites(comet_rt_context *ctx);
 /* Returns 0, or COMET_RT_ERROR_INVALID_ARGUMENT for an unknown site. */

@@ -41,6 +41,11 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
                                 const void *data, const uint64_t *dims,
                                 uint32_t rank, double eb, void *out,
                                 size_t outCapacity, size_t *outSize);
+/// compressVersion with the entropy stage given instead of setEntropy's.
+comet_rt_status compressWith(int version, int entropy, int codec, int dtype,
+                             const void *data, const uint64_t *dims,
+                             uint32_t rank, double eb, void *out,
+                             size_t outCapacity, size_t *outSize);
 comet_rt_status setIsa(int isa);
 int activeIsa();
 comet_rt_status setEntropy(int entropy);
