@@ -774,7 +774,11 @@ Error Engine::compile(const EngineOptions &options) {
     return e;
   I.trainer.setSites(std::move(sites));
   I.trainer.setPrediction(std::move(pred));
-  I.trainer.setEntropyByPeak(I.opts.entropyByPeak);
+  // Not under adaptive: the tuner re-bounds after the first steps, and the
+  // ratios it records would depend on the step a process starts from
+  // (a resumed run would choose after another step than the whole run).
+  I.trainer.setEntropyByPeak(I.opts.entropyByPeak &&
+                             I.opts.compress != CompressMode::Adaptive);
   if (Error e = toError(I.trainer.setupOptimizer(*optimizer)))
     return e;
   // ---- checkpoints and export ----

@@ -929,7 +929,11 @@ int main(int argc, char **argv) {
     info.model = modelPath;
     info.device = comet::wordOf(device);
     info.compress = comet::wordOf(compress);
-    info.codecEntropy = entropyWord(codecEntropy);
+    // Peak falls back to the process-wide auto under adaptive (Engine).
+    info.codecEntropy = codecEntropy == EntropyFlag::Peak &&
+                                compress == comet::CompressMode::Adaptive
+                            ? "auto"
+                            : entropyWord(codecEntropy);
     info.optimizer = engine.optimizerName();
     info.optimizerFused = engine.trainer().optimizerFused();
     info.learningRate = engine.learningRate();

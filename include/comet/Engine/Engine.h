@@ -129,8 +129,8 @@ struct EngineOptions {
   /// the predicted peak compress without an entropy stage (faster; larger
   /// streams where they cost no peak), as long as the prediction with
   /// their fixed-width sizes, measured at the first step, is no higher
-  /// (Trainer::chooseSiteEntropy). Off: every site follows the codec's
-  /// process-wide comet_rt_codec_set_entropy.
+  /// (Trainer::chooseSiteEntropy). Off, and under CompressMode::Adaptive:
+  /// every site follows the codec's process-wide comet_rt_codec_set_entropy.
   bool entropyByPeak = true;
   /// Makes every Dropout mask of the training graph an extra result, for
   /// dropoutMasks() (a debugging aid: returned masks are not compressed).
