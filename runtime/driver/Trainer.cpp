@@ -742,10 +742,14 @@ void Trainer::resetPeaks() {
   slotLargest.clear();
 }
 
-int64_t Trainer::predictedPeak(const std::map<int64_t, int64_t> &fixedWidth,
-                               int64_t &at) const {
+Trainer::Sweep
+Trainer::sweep(const std::map<int64_t, int64_t> &fixedWidth) const {
+  // A sweep over difference arrays: O(#steps + #intervals).
+  Sweep w;
   const int64_t n = prediction.numSteps;
-  std::vector<int64_t> d(n + 1, 0);
+  if (n <= 0)
+    return w;
+  std::vector<int64_t> dTotal(n + 1, 0), dAct(n + 1, 0);
   for (const MemoryPrediction::Interval &iv : prediction.intervals) {
     int64_t bytes = iv.bytes;
     auto measured = slotLargest.find(iv.slot);
@@ -756,24 +760,34 @@ int64_t Trainer::predictedPeak(const std::map<int64_t, int64_t> &fixedWidth,
           fw != fixedWidth.end() ? fw->second : measured->second.second;
       bytes = static_cast<int64_t>(
           std::ceil(double(iv.szTensorBytes) * out / measured->second.first));
+    } else if (iv.szTensorBytes > 0 && szRatio > 0) {
+      bytes = static_cast<int64_t>(std::ceil(iv.szTensorBytes / szRatio));
     }
     int64_t b = std::clamp<int64_t>(iv.start, 0, n - 1);
     int64_t e = std::clamp<int64_t>(iv.end, b, n - 1);
-    d[b] += bytes;
-    d[e + 1] -= bytes;
-  }
-  int64_t total = 0, peak = 0;
-  at = 0;
-  for (int64_t t = 0; t < n; ++t) {
-    total += d[t];
-    int64_t ws =
-        t < int64_t(prediction.workspace.size()) ? prediction.workspace[t] : 0;
-    if (t == 0 || total + ws > peak) {
-      peak = total + ws;
-      at = t;
+    dTotal[b] += bytes;
+    dTotal[e + 1] -= bytes;
+    if (iv.activation) {
+      dAct[b] += bytes;
+      dAct[e + 1] -= bytes;
     }
   }
-  return peak;
+  int64_t total = 0, act = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    total += dTotal[t];
+    act += dAct[t];
+    w.timeline.push_back(total);
+    w.tensorPeak = t == 0 ? total : std::max(w.tensorPeak, total);
+    int64_t ws =
+        t < int64_t(prediction.workspace.size()) ? prediction.workspace[t] : 0;
+    if (total + ws > w.peak || t == 0) {
+      w.peak = total + ws;
+      w.at = t;
+      w.actAtPeak = act;
+      w.wsAtPeak = ws;
+    }
+  }
+  return w;
 }
 
 void Trainer::chooseSiteEntropy() {
@@ -792,8 +806,7 @@ void Trainer::chooseSiteEntropy() {
     fixedOf[slot] = std::max(fixedOf[slot], fw);
     sitesOf[slot].push_back(int64_t(i));
   }
-  int64_t at = 0;
-  const int64_t base = predictedPeak({}, at);
+  const Sweep base = sweep({});
   auto livesAt = [&](int64_t slot, int64_t step) {
     const auto &ivs = prediction.intervals;
     return std::any_of(ivs.begin(), ivs.end(), [&](const auto &iv) {
@@ -805,15 +818,15 @@ void Trainer::chooseSiteEntropy() {
   // a higher peak somewhere, less those live there.
   std::map<int64_t, int64_t> fast;
   for (auto [slot, fw] : fixedOf)
-    if (!livesAt(slot, at))
+    if (!livesAt(slot, base.at))
       fast[slot] = fw;
   while (!fast.empty()) {
-    int64_t at2 = 0;
-    if (predictedPeak(fast, at2) <= base)
+    const Sweep with = sweep(fast);
+    if (with.peak <= base.peak)
       break;
     size_t before = fast.size();
     for (auto it = fast.begin(); it != fast.end();)
-      it = livesAt(it->first, at2) ? fast.erase(it) : std::next(it);
+      it = livesAt(it->first, with.at) ? fast.erase(it) : std::next(it);
     if (fast.size() == before)
       fast.clear();
   }
@@ -888,49 +901,15 @@ EngineStats Trainer::stats() const {
   s.predictedPeakBytes = s.predictedTensorPeakBytes = outside;
   if (szOut > 0)
     szRatio = double(szIn) / szOut;
-  // A sweep over difference arrays: O(#steps + #intervals).
-  int64_t n = prediction.numSteps;
-  if (n <= 0)
+  const Sweep w = sweep({});
+  if (w.timeline.empty())
     return s;
-  std::vector<int64_t> dTotal(n + 1, 0), dAct(n + 1, 0);
-  for (const MemoryPrediction::Interval &iv : prediction.intervals) {
-    int64_t bytes = iv.bytes;
-    auto measured = slotLargest.find(iv.slot);
-    if (iv.szTensorBytes > 0 && measured != slotLargest.end() &&
-        measured->second.first > 0)
-      bytes = static_cast<int64_t>(
-          std::ceil(double(iv.szTensorBytes) * measured->second.second /
-                    measured->second.first));
-    else if (iv.szTensorBytes > 0 && szRatio > 0)
-      bytes = static_cast<int64_t>(std::ceil(iv.szTensorBytes / szRatio));
-    int64_t b = std::clamp<int64_t>(iv.start, 0, n - 1);
-    int64_t e = std::clamp<int64_t>(iv.end, b, n - 1);
-    dTotal[b] += bytes;
-    dTotal[e + 1] -= bytes;
-    if (iv.activation) {
-      dAct[b] += bytes;
-      dAct[e + 1] -= bytes;
-    }
-  }
-  int64_t total = 0, act = 0, peak = 0, actAtPeak = 0, wsAtPeak = 0,
-          tensorPeak = 0;
-  for (int64_t t = 0; t < n; ++t) {
-    total += dTotal[t];
-    act += dAct[t];
-    s.predictedTimeline.push_back(total + outside);
-    tensorPeak = t == 0 ? total : std::max(tensorPeak, total);
-    int64_t ws =
-        t < int64_t(prediction.workspace.size()) ? prediction.workspace[t] : 0;
-    if (total + ws > peak || t == 0) {
-      peak = total + ws;
-      actAtPeak = act;
-      wsAtPeak = ws;
-    }
-  }
-  s.predictedPeakBytes = peak + outside;
-  s.predictedActivationBytesAtPeak = actAtPeak;
-  s.predictedWorkspaceBytesAtPeak = wsAtPeak;
-  s.predictedTensorPeakBytes = tensorPeak + outside;
+  for (int64_t t : w.timeline)
+    s.predictedTimeline.push_back(t + outside);
+  s.predictedPeakBytes = w.peak + outside;
+  s.predictedActivationBytesAtPeak = w.actAtPeak;
+  s.predictedWorkspaceBytesAtPeak = w.wsAtPeak;
+  s.predictedTensorPeakBytes = w.tensorPeak + outside;
   return s;
 }
 

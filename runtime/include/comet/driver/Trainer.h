@@ -460,11 +460,15 @@ private:
   bool entropyByPeak = true, entropyChosen = false;
   int64_t fixedWidthSites = 0;
   void chooseSiteEntropy();
-  /// The predicted peak (tensors and workspace) and its step, each sz
-  /// handle sized by its slot's largest stream, or by its fixed-width size
-  /// for the slots in `fixedWidth` (bytes of header and stream per slot).
-  int64_t predictedPeak(const std::map<int64_t, int64_t> &fixedWidth,
-                        int64_t &at) const;
+  /// The predicted timeline of the graph's tensors and its peak (with the
+  /// workspace term) at step `at`: each sz handle sized by its slot's
+  /// largest stream, or by its fixed-width block for the slots in
+  /// `fixedWidth`, or at the overall ratio before its slot is measured.
+  struct Sweep {
+    std::vector<int64_t> timeline;
+    int64_t peak = 0, at = 0, tensorPeak = 0, actAtPeak = 0, wsAtPeak = 0;
+  };
+  Sweep sweep(const std::map<int64_t, int64_t> &fixedWidth) const;
 };
 
 } // namespace comet
