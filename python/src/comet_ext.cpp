@@ -678,6 +678,8 @@ public:
                            {"ratio", nb::cast(st.ratio)},
                            {"calls", nb::cast(st.calls)}}));
     d["sites"] = sites;
+    d["recomputed"] = s.recomputed;
+    d["codec_fixed_width_sites"] = s.fixedWidthSites;
     if (s.budget.bytes > 0)
       d["budget"] = dictOf(
           {{"bytes", nb::cast(s.budget.bytes)},
@@ -869,6 +871,8 @@ NB_MODULE(_comet, m) {
       .def_rw("eval_model_path", &comet::EngineOptions::evalModelPath)
       .def_rw("opt_level", &comet::EngineOptions::optLevel)
       .def_rw("device", &comet::EngineOptions::device)
+      .def_rw("recompute", &comet::EngineOptions::recompute)
+      .def_rw("entropy_by_peak", &comet::EngineOptions::entropyByPeak)
       .def_rw("seed", &comet::EngineOptions::seed);
 
   nb::class_<comet::tuner::TunerOptions>(m, "TunerOptions")

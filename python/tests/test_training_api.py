@@ -377,6 +377,22 @@ def test_memory_stats_report_the_compression(api, compress):
     n = none.memory_stats()
     assert n["sites"] == [] and n["compression_ratio"] == 1.0
     assert n["peak_bytes"] > s["peak_bytes"]
+    # Recompute and the entropy choice follow comet-train: on by default
+    # under static (the ResNet fixture recomputes its 4 BatchNorm outputs),
+    # off under adaptive; and each can be turned off.
+    assert len(n["recomputed"]) == 4 and n["codec_fixed_width_sites"] == 0
+    if compress == "static":
+        assert len(s["recomputed"]) == 4 and s["codec_fixed_width_sites"] > 0
+    else:
+        assert s["recomputed"] == [] and s["codec_fixed_width_sites"] == 0
+    off = api.Module(folder / "training_model.onnx",
+                     api.CheckpointState.load_checkpoint(folder / "checkpoint"),
+                     compress="static", recompute=False, entropy_by_peak=False)
+    off(*api_scenarios.batch(8, 0))
+    o = off.memory_stats()
+    assert o["recomputed"] == [] and o["codec_fixed_width_sites"] == 0
+    with pytest.raises(TypeError, match="recompute must be a bool"):
+        api.Module(folder / "training_model.onnx", state, recompute="no")
 
 
 def cross_entropy(logits: np.ndarray, labels: np.ndarray) -> float:

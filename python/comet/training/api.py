@@ -337,7 +337,8 @@ class Module:
                  grad_magnitude: str = "masked", acgc_e: float = 0.01,
                  noise_fraction: float = 0.1, retune_interval: int = -1, stats_interval: int = -1,
                  stats_window: int = 10, eb_min: float = 1e-7, eb_max: float = 1e-1,
-                 eb_relative_range: float = 0.0, seed: int = 0, opt_level: int = 2):
+                 eb_relative_range: float = 0.0, recompute: bool = True,
+                 entropy_by_peak: bool = True, seed: int = 0, opt_level: int = 2):
         if not isinstance(state, CheckpointState):
             raise TypeError(f"state must be a CheckpointState, not {type(state).__name__}")
         self.training = True
@@ -375,6 +376,11 @@ class Module:
             raise ValueError("memory_budget needs compress='static' or 'adaptive'")
         self._options.assumed_sz_ratio = float(assumed_sz_ratio)
         self._options.device = self._device
+        for name, flag in (("recompute", recompute), ("entropy_by_peak", entropy_by_peak)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
+        self._options.recompute = recompute
+        self._options.entropy_by_peak = entropy_by_peak
         self._options.seed = int(seed)
         self._options.opt_level = int(opt_level)
         self._options.eval_model_path = self._eval_path or "none"
