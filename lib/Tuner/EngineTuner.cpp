@@ -490,8 +490,10 @@ comet::measureGradError(Engine &compressed, Engine &reference,
                            o.slot == s.slot ? saved[o.slot] : exact);
     comet_rt_slot_observations_clear(ctx);
     comet_rt_slot_stats_enable(ctx, 1);
+    comet_rt_slot_stats_diagnostics(ctx, 1);
     auto lossy =
         stepFrom(compressed, *state, {c.param}, images, labels, random);
+    comet_rt_slot_stats_diagnostics(ctx, 0);
     comet_rt_slot_stats_enable(ctx, 0);
     if (!lossy) {
       restore();

@@ -25,7 +25,20 @@ struct SlotTable {
   std::vector<comet_rt_site_stats> sites;
   std::vector<int32_t> entropy;         // per site; -1: the codec's setting
   std::vector<int64_t> fixedWidthBytes; // per site; 0: not measured
+  bool measureFixedWidth = false;       // comet_rt_sites_measure_fixed_width
 };
+
+/// v[i], grown with `fill` to hold it.
+template <typename T> T &grow(std::vector<T> &v, int64_t i, T fill) {
+  if (static_cast<size_t>(i) >= v.size())
+    v.resize(i + 1, fill);
+  return v[i];
+}
+
+/// v[i], or `missing` when v does not hold it.
+template <typename T> T at(const std::vector<T> &v, int64_t i, T missing) {
+  return i >= 0 && static_cast<size_t>(i) < v.size() ? v[i] : missing;
+}
 
 SlotTable &table(comet_rt_context *ctx) {
   return comet::rt::resolve(ctx)->state<SlotTable>();
@@ -36,25 +49,23 @@ SlotTable &table(comet_rt_context *ctx) {
 namespace comet::rt {
 
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
-                  int64_t slot, int64_t site, double &eb, int64_t &prevOut,
-                  int32_t &entropy) {
+                  int64_t slot, int64_t site, double eb, SiteConfig &out) {
   SlotTable &t = table(ctx);
-  prevOut = 0;
-  entropy = -1;
   {
     std::lock_guard<std::mutex> lock(t.mu);
     if (codec == COMET_RT_CODEC_SZ && slot >= 0) {
-      if (static_cast<size_t>(slot) >= t.eb.size())
-        t.eb.resize(slot + 1, -1.0);
-      if (t.eb[slot] <= 0)
-        t.eb[slot] = eb;
-      eb = t.eb[slot];
+      double &slotEb = grow(t.eb, slot, -1.0);
+      if (slotEb <= 0)
+        slotEb = eb;
+      eb = slotEb;
     }
-    if (static_cast<size_t>(site) < t.sites.size())
-      prevOut = t.sites[site].last_bytes_out;
-    if (static_cast<size_t>(site) < t.entropy.size())
-      entropy = t.entropy[site];
+    const comet_rt_site_stats none{0, 0, 0, 0, 0, 0, -1, 0};
+    out.prevOut = at(t.sites, site, none).last_bytes_out;
+    out.entropy = at(t.entropy, site, -1);
+    out.measureFixedWidth =
+        codec == COMET_RT_CODEC_SZ && t.measureFixedWidth && out.prevOut == 0;
   }
+  out.eb = eb;
   if (codec == COMET_RT_CODEC_SZ && !(eb > 0 && std::isfinite(eb)))
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
                 concat(op, ": the bound of site ", site,
@@ -66,9 +77,8 @@ void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
                 int64_t slot, double eb, int64_t bytesIn, int64_t bytesOut) {
   SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
-  if (static_cast<size_t>(site) >= t.sites.size())
-    t.sites.resize(site + 1, comet_rt_site_stats{0, 0, 0, 0, 0, 0, -1, 0});
-  comet_rt_site_stats &s = t.sites[site];
+  comet_rt_site_stats &s =
+      grow(t.sites, site, comet_rt_site_stats{0, 0, 0, 0, 0, 0, -1, 0});
   s.calls += 1;
   s.bytes_in += bytesIn;
   s.bytes_out += bytesOut;
@@ -82,9 +92,7 @@ void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
 void siteRecordFixedWidth(comet_rt_context *ctx, int64_t site, int64_t bytes) {
   SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
-  if (static_cast<size_t>(site) >= t.fixedWidthBytes.size())
-    t.fixedWidthBytes.resize(site + 1, 0);
-  t.fixedWidthBytes[site] = bytes;
+  grow(t.fixedWidthBytes, site, int64_t(0)) = bytes;
 }
 
 } // namespace comet::rt
@@ -96,9 +104,7 @@ const char *comet_rt_handles_last_error(void) { return comet_rt_last_error(); }
 double comet_rt_slot_get_eb(comet_rt_context *ctx, int64_t slot) {
   SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
-  if (slot < 0 || static_cast<size_t>(slot) >= t.eb.size())
-    return -1.0;
-  return t.eb[slot];
+  return at(t.eb, slot, -1.0);
 }
 
 int32_t comet_rt_slot_set_eb(comet_rt_context *ctx, int64_t slot, double eb) {
@@ -107,9 +113,7 @@ int32_t comet_rt_slot_set_eb(comet_rt_context *ctx, int64_t slot, double eb) {
                            "comet_rt_slot_set_eb: bad slot or bound");
   SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
-  if (static_cast<size_t>(slot) >= t.eb.size())
-    t.eb.resize(slot + 1, -1.0);
-  t.eb[slot] = eb;
+  grow(t.eb, slot, -1.0) = eb;
   return COMET_RT_SUCCESS;
 }
 
@@ -146,27 +150,27 @@ int32_t comet_rt_site_set_entropy(comet_rt_context *ctx, int64_t site,
                            "comet_rt_site_set_entropy: bad site or setting");
   SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
-  if (static_cast<size_t>(site) >= t.entropy.size())
-    t.entropy.resize(site + 1, -1);
-  t.entropy[site] = entropy;
+  grow(t.entropy, site, -1) = entropy;
   return COMET_RT_SUCCESS;
 }
 
 int32_t comet_rt_site_get_entropy(comet_rt_context *ctx, int64_t site) {
   SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
-  return site >= 0 && static_cast<size_t>(site) < t.entropy.size()
-             ? t.entropy[site]
-             : -1;
+  return at(t.entropy, site, -1);
+}
+
+void comet_rt_sites_measure_fixed_width(comet_rt_context *ctx, int32_t on) {
+  SlotTable &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.measureFixedWidth = on != 0;
 }
 
 int64_t comet_rt_site_get_fixed_width_bytes(comet_rt_context *ctx,
                                             int64_t site) {
   SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
-  return site >= 0 && static_cast<size_t>(site) < t.fixedWidthBytes.size()
-             ? t.fixedWidthBytes[site]
-             : 0;
+  return at(t.fixedWidthBytes, site, int64_t(0));
 }
 
 } // extern "C"

@@ -13,14 +13,24 @@
 
 namespace comet::rt {
 
-/// The bound a compress at `site` uses: slot's for sz with slot >= 0
-/// (defining it with eb when undefined), else eb; prevOut is the site's
-/// last stream size (0 before its first); entropy the site's sz entropy
-/// stage (comet_rt_site_set_entropy; -1: the codec's process-wide one).
-/// Fails (op names the caller) when that bound is not positive and finite.
+/// What a compress at `site` takes from the context (siteBegin).
+struct SiteConfig {
+  /// slot's bound for sz with slot >= 0 (defined with the compiled one
+  /// when undefined), else the compiled one.
+  double eb = 0;
+  /// The site's last stream size (0 before its first).
+  int64_t prevOut = 0;
+  /// The site's sz entropy stage (comet_rt_site_set_entropy; -1: the
+  /// codec's process-wide one).
+  int32_t entropy = -1;
+  /// Measure its fixed-width size too: an sz site's first compression
+  /// while comet_rt_sites_measure_fixed_width is on.
+  bool measureFixedWidth = false;
+};
+/// Fills `out` for a compress at `site` with compiled bound `eb`. Fails
+/// (op names the caller) when the bound is not positive and finite.
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
-                  int64_t slot, int64_t site, double &eb, int64_t &prevOut,
-                  int32_t &entropy);
+                  int64_t slot, int64_t site, double eb, SiteConfig &out);
 /// Counts one compress at site: bytesIn of f32 became bytesOut of block.
 void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
                 int64_t slot, double eb, int64_t bytesIn, int64_t bytesOut);

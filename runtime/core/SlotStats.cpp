@@ -172,6 +172,8 @@ void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
 /// One context's observations.
 struct Table {
   std::atomic<int32_t> enabled{0};
+  /// comet_rt_slot_stats_diagnostics: the error-model check's figures.
+  std::atomic<int32_t> diagnostics{0};
   std::mutex mu;
   std::map<std::pair<int64_t, int64_t>, comet_rt_slot_observation> obs;
   std::map<int64_t, std::shared_ptr<const ActMask>> masks;
@@ -243,6 +245,10 @@ void comet_rt_slot_stats_enable(comet_rt_context *ctx, int32_t on) {
 
 int32_t comet_rt_slot_stats_enabled(comet_rt_context *ctx) {
   return table(ctx).enabled.load(std::memory_order_relaxed);
+}
+
+void comet_rt_slot_stats_diagnostics(comet_rt_context *ctx, int32_t on) {
+  table(ctx).diagnostics.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
 } // extern "C"
@@ -317,7 +323,8 @@ int32_t observeAct(comet_rt_context *ctx, const slot_observe_act_args &a) {
   double errSq = 0;
   int64_t errN = 0;
   fmt::QuantParams qp;
-  if (moments && fmt::quantParams(comet_rt_slot_get_eb(ctx, slot), qp)) {
+  if (moments && t.diagnostics.load(std::memory_order_relaxed) &&
+      fmt::quantParams(comet_rt_slot_get_eb(ctx, slot), qp)) {
 #pragma omp parallel for reduction(+ : errSq) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       bool bad;
@@ -360,7 +367,8 @@ int32_t observeGrad(comet_rt_context *ctx, const slot_observe_grad_args &a) {
   }
   // dY's energy per channel: a per-channel gain (BatchNorm's 1/std, in
   // observe_max) reaches the weight gradient weighted by it.
-  if (shape.size() >= 2 && shape[0] > 0 && shape[1] > 0 && n > 0) {
+  if (t.diagnostics.load(std::memory_order_relaxed) && shape.size() >= 2 &&
+      shape[0] > 0 && shape[1] > 0 && n > 0) {
     const int64_t b = shape[0], c = shape[1], inner = n / (b * c);
     std::vector<double> e(c, 0.0);
 #pragma omp parallel for schedule(static)

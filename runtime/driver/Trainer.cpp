@@ -69,7 +69,9 @@ std::string Entry::invoke(comet_rt_context *ctx,
          msg;
 }
 
-Trainer::Trainer() : rt(comet_rt_context_create(), comet_rt_context_destroy) {}
+Trainer::Trainer() : rt(comet_rt_context_create(), comet_rt_context_destroy) {
+  setEntropyByPeak(entropyByPeak);
+}
 
 std::string Trainer::useDevice(const std::string &device) {
   if (device == "cpu")
@@ -790,7 +792,14 @@ Trainer::sweep(const std::map<int64_t, int64_t> &fixedWidth) const {
   return w;
 }
 
+void Trainer::setEntropyByPeak(bool on) {
+  entropyByPeak = on;
+  // The fixed-width sizes are measured until the choice is made.
+  comet_rt_sites_measure_fixed_width(rt.get(), on && !entropyChosen);
+}
+
 void Trainer::chooseSiteEntropy() {
+  comet_rt_sites_measure_fixed_width(rt.get(), 0);
   if (!prediction.valid || prediction.numSteps <= 0)
     return;
   // Each measured slot's fixed-width block (its first compression's), and

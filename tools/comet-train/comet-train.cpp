@@ -517,33 +517,23 @@ runSettings(const comet::Engine &engine, const comet::EngineOptions &opts,
   return out;
 }
 
-static const char *entropyWord(EntropyFlag e) {
-  switch (e) {
-  case EntropyFlag::Peak:
-    return "peak";
-  case EntropyFlag::Auto:
-    return "auto";
-  case EntropyFlag::Off:
-    return "off";
-  case EntropyFlag::Always:
-    return "always";
-  case EntropyFlag::None:
-    return "none";
-  }
-  return "peak";
-}
+/// Each --codec-entropy value's report word and its process-wide setting.
+static const struct {
+  EntropyFlag flag;
+  const char *word;
+  comet_rt_codec_entropy setting;
+} kEntropyFlags[] = {
+    {EntropyFlag::Peak, "peak", COMET_RT_CODEC_ENTROPY_AUTO},
+    {EntropyFlag::Auto, "auto", COMET_RT_CODEC_ENTROPY_AUTO},
+    {EntropyFlag::Off, "off", COMET_RT_CODEC_ENTROPY_OFF},
+    {EntropyFlag::Always, "always", COMET_RT_CODEC_ENTROPY_ALWAYS},
+    {EntropyFlag::None, "none", COMET_RT_CODEC_ENTROPY_NONE}};
 
-static comet_rt_codec_entropy entropySetting(EntropyFlag e) {
-  switch (e) {
-  case EntropyFlag::Off:
-    return COMET_RT_CODEC_ENTROPY_OFF;
-  case EntropyFlag::Always:
-    return COMET_RT_CODEC_ENTROPY_ALWAYS;
-  case EntropyFlag::None:
-    return COMET_RT_CODEC_ENTROPY_NONE;
-  default:
-    return COMET_RT_CODEC_ENTROPY_AUTO;
-  }
+static const auto &entropyOf(EntropyFlag f) {
+  for (const auto &e : kEntropyFlags)
+    if (e.flag == f)
+      return e;
+  return kEntropyFlags[0];
 }
 
 int main(int argc, char **argv) {
@@ -568,7 +558,7 @@ int main(int argc, char **argv) {
   // One setting for every site: process-wide in the codec library
   // (comet-train runs one engine).
   opts.entropyByPeak = codecEntropy == EntropyFlag::Peak;
-  if (comet_rt_codec_set_entropy(entropySetting(codecEntropy)) !=
+  if (comet_rt_codec_set_entropy(entropyOf(codecEntropy).setting) !=
       COMET_RT_SUCCESS)
     return fail("cannot select --codec-entropy");
   // The error-model check reads the tuner's statistics of a static graph
@@ -933,7 +923,7 @@ int main(int argc, char **argv) {
     info.codecEntropy = codecEntropy == EntropyFlag::Peak &&
                                 compress == comet::CompressMode::Adaptive
                             ? "auto"
-                            : entropyWord(codecEntropy);
+                            : entropyOf(codecEntropy).word;
     info.optimizer = engine.optimizerName();
     info.optimizerFused = engine.trainer().optimizerFused();
     info.learningRate = engine.learningRate();

@@ -44,11 +44,12 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
                     int64_t n, const std::vector<int64_t> &shape,
                     int64_t bytesIn, int32_t codec, int64_t slot, double eb,
                     int64_t site) {
-  int64_t prevOut = 0;
-  int32_t entropy;
-  if (siteBegin(ctx, op, codec, slot, site, eb, prevOut, entropy) !=
-      COMET_RT_SUCCESS)
+  SiteConfig cfg;
+  if (siteBegin(ctx, op, codec, slot, site, eb, cfg) != COMET_RT_SUCCESS)
     return 0;
+  eb = cfg.eb;
+  const int64_t prevOut = cfg.prevOut;
+  const int32_t entropy = cfg.entropy;
   std::vector<uint64_t> dims(shape.begin(), shape.end());
   const uint32_t rank = static_cast<uint32_t>(dims.size());
   auto encode = [&](void *out, size_t cap, size_t &size) {
@@ -59,10 +60,10 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
                                                   data, dims.data(), rank, eb,
                                                   out, cap, &size);
   };
-  // A site's first sz compression also measures the stream without an
-  // entropy stage: what the trainer weighs against the codec's time
-  // (Trainer::chooseSiteEntropy).
-  if (codec == COMET_RT_CODEC_SZ && prevOut == 0) {
+  // While the trainer weighs streams against the codec's time
+  // (Trainer::chooseSiteEntropy), a site's first sz compression also
+  // measures its stream without an entropy stage.
+  if (cfg.measureFixedWidth) {
     size_t fixed = 0;
     if (comet_rt_codec_compress_entropy(COMET_RT_CODEC_ENTROPY_NONE, codec,
                                         COMET_RT_DTYPE_F32, data, dims.data(),

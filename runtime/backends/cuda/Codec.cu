@@ -40,11 +40,11 @@ DeviceHandle *deviceHandle(int64_t h) {
 int64_t compressDevice(comet_rt_context *ctx, const char *op, const float *x,
                        const std::vector<int64_t> &shape, int64_t bytesIn,
                        int32_t codec, int64_t slot, double eb, int64_t site) {
-  int64_t prevOut = 0;
-  int32_t entropy; // fixed-width chunks whatever the site's setting
-  if (siteBegin(ctx, op, codec, slot, site, eb, prevOut, entropy) !=
-      COMET_RT_SUCCESS)
+  // Fixed-width chunks whatever the site's entropy setting.
+  SiteConfig cfg;
+  if (siteBegin(ctx, op, codec, slot, site, eb, cfg) != COMET_RT_SUCCESS)
     return 0;
+  eb = cfg.eb;
   int64_t n = product(shape, 0, shape.size());
   size_t worst = comet_rt_codec_cuda_max_compressed_size(
       codec, COMET_RT_DTYPE_F32, static_cast<uint64_t>(n));

@@ -88,6 +88,7 @@ TEST(Handles, SzRoundTripWithinTheSlotBound) {
 // that, the others follow the process-wide setting.
 TEST(Handles, SiteEntropyAndItsFixedWidthSize) {
   comet_rt_slots_reset(nullptr);
+  comet_rt_sites_measure_fixed_width(nullptr, 1);
   std::vector<float> x(64 * 256);
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = std::sin(0.003f * i) + 0.01f * std::cos(0.7f * i);
@@ -116,6 +117,7 @@ TEST(Handles, SiteEntropyAndItsFixedWidthSize) {
   _mlir_ciface_comet_rt_handle_free(nullptr, h);
   EXPECT_NE(comet_rt_site_set_entropy(nullptr, 5, 4), 0);
   EXPECT_NE(comet_rt_site_set_entropy(nullptr, -1, 0), 0);
+  comet_rt_sites_measure_fixed_width(nullptr, 0);
   comet_rt_slots_reset(nullptr);
   EXPECT_EQ(comet_rt_site_get_entropy(nullptr, 5), -1);
   EXPECT_EQ(comet_rt_site_get_fixed_width_bytes(nullptr, 5), 0);

@@ -248,6 +248,7 @@ TEST(SlotStats, CodecErrorAtTheSlotsBound) {
   comet_rt_slots_reset(nullptr);
   comet_rt_slot_observations_clear(nullptr);
   comet_rt_slot_stats_enable(nullptr, 1);
+  comet_rt_slot_stats_diagnostics(nullptr, 1);
   std::vector<float> x = {0.0f, 0.3f, -0.26f, 0.0f, 1.05f, 0.49f};
   Memref1D mx(x);
   EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 4, 0), 0);
@@ -270,6 +271,7 @@ TEST(SlotStats, CodecErrorAtTheSlotsBound) {
   }
   EXPECT_EQ(o.act_err_elements, 4);
   EXPECT_NEAR(o.act_err_sq_sum, want, 1e-12);
+  comet_rt_slot_stats_diagnostics(nullptr, 0);
   comet_rt_slots_reset(nullptr);
 }
 
@@ -279,6 +281,7 @@ TEST(SlotStats, CodecErrorAtTheSlotsBound) {
 TEST(SlotStats, MaxWeightedByTheGradientsChannelEnergy) {
   comet_rt_slot_observations_clear(nullptr);
   comet_rt_slot_stats_enable(nullptr, 1);
+  comet_rt_slot_stats_diagnostics(nullptr, 1);
   // dY [2, 2, 1, 2]: channel 0 holds 1, 2 and 3, 1 (E_0 = 15); channel 1
   // holds 0, 1 and 0, 0 (E_1 = 1).
   std::vector<float> dy = {1, 2, 0, 1, 3, 1, 0, 0};
@@ -298,4 +301,5 @@ TEST(SlotStats, MaxWeightedByTheGradientsChannelEnergy) {
   ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 6, 2, &o), 0);
   EXPECT_DOUBLE_EQ(o.aux_max, 10.0);
   EXPECT_EQ(o.aux_weight_sum, 0.0);
+  comet_rt_slot_stats_diagnostics(nullptr, 0);
 }

@@ -316,7 +316,7 @@ public:
   /// the predicted peak the fixed-width codec (no entropy stage, which
   /// costs the codec's time), as long as the larger streams predict no
   /// higher peak (chooseSiteEntropy). On by default.
-  void setEntropyByPeak(bool on) { entropyByPeak = on; }
+  void setEntropyByPeak(bool on);
 
   /// The training graph only (gradients into the gradient buffers). `data`
   /// is a batch of samples of the data input's element type (float32, or

@@ -63,9 +63,13 @@ COMET_RT_API int32_t comet_rt_site_set_entropy(comet_rt_context *ctx,
 /* The site's setting (-1: the process-wide one). */
 COMET_RT_API int32_t comet_rt_site_get_entropy(comet_rt_context *ctx,
                                                int64_t site);
-/* The block (header and stream) the site's first sz compression on the CPU
- * would have taken without an entropy stage (COMET_RT_CODEC_ENTROPY_NONE),
- * measured then by one more encoding; 0 when not measured. */
+/* While on (off by default), each sz site's first compression on the CPU
+ * also measures, by one more encoding, the block it would have taken
+ * without an entropy stage. */
+COMET_RT_API void comet_rt_sites_measure_fixed_width(comet_rt_context *ctx,
+                                                     int32_t on);
+/* That block (header and stream, COMET_RT_CODEC_ENTROPY_NONE); 0 when not
+ * measured. */
 COMET_RT_API int64_t comet_rt_site_get_fixed_width_bytes(comet_rt_context *ctx,
                                                          int64_t site);
 

@@ -51,7 +51,8 @@ typedef struct comet_rt_slot_observation {
    * grad_coherent_pairs. */
   double grad_coherent_sum;
   int64_t grad_coherent_pairs;
-  /* The sz codec's own error on the activation (observe_act), at the
+  /* Diagnostics (comet_rt_slot_stats_diagnostics), 0 without them.
+   * The sz codec's own error on the activation (observe_act), at the
    * slot's bound then: sum over elements of (x - x')^2, x' the element's
    * reconstruction by the format's quantizer (0 for one stored verbatim or
    * a zero), and the non-zero elements it is over (0 while the slot has no
@@ -70,6 +71,11 @@ typedef struct comet_rt_slot_observation {
 /* Turns collection on (non-zero) or off. Off by default. */
 COMET_RT_API void comet_rt_slot_stats_enable(comet_rt_context *ctx, int32_t on);
 COMET_RT_API int32_t comet_rt_slot_stats_enabled(comet_rt_context *ctx);
+/* Turns on (off by default) the diagnostics that only the error-model check
+ * reads: act_err_sq_sum / act_err_elements, and aux_weighted_sq_sum /
+ * aux_weight_sum with the per-channel dY energy behind them. */
+COMET_RT_API void comet_rt_slot_stats_diagnostics(comet_rt_context *ctx,
+                                                  int32_t on);
 
 /* observe_act also keeps, until the next clear, the non-zero fraction of X
  * per sample (dim 0) and, for a rank-4 X [B, C, H, W], per sample and
