@@ -9,7 +9,11 @@
 #       exported models cnn, transformer, resnet18, mobilenet_v2, uncompressed,
 #       AdamW), comet-run's CPU reports of them, oneDNN, zlib and GoogleTest
 #       (xz-packed), a sample of the real activations by class for the codec
-#       benchmark, and the log of the models' CPU-against-ONNX-Runtime check.
+#       benchmark, the log of the models' CPU-against-ONNX-Runtime check,
+#       and peers/: the bench-peers leg's steps (make_peers, below).
+#
+#   scripts/gpu-run.sh peers [BUILD_DIR]
+#       only peers/, into an existing bundle.
 #       Fails if the tree and the bundle together reach 64 MiB.
 #
 #   scripts/gpu-run.sh run [RESULTS_DIR]
@@ -23,11 +27,12 @@
 #                        --device cpu (test/gpu/cuda_matches_cpu.py, 1e-4),
 #                        the cpu run against the bundle's report (1e-4), and
 #                        the bundle's CPU-against-ORT log
-#         3 sanitizer    compute-sanitizer memcheck and racecheck on the CUDA
-#                        codec and kernel tests
-#         4 codec-bench  comet.bench_codec_cuda on the bundled classes
-#         5 bench-peers  COMET against PyTorch on the GPU, peaks by
+#         3 codec-bench  comet.bench_codec_cuda on the bundled classes
+#         4 bench-peers  COMET against PyTorch on the GPU, peaks by
 #                        torch.cuda.max_memory_allocated
+#                        (comet.bench_peers_cuda on the bundle's peers/)
+#         5 sanitizer    compute-sanitizer memcheck and racecheck on the CUDA
+#                        codec and kernel tests (last: the slowest)
 #       and summary.txt, one line per leg. Exits non-zero if a leg failed.
 #       Without a CUDA device (a rehearsal) the legs that need one are
 #       recorded as skipped and the others run.
@@ -127,6 +132,8 @@ sample_classes(Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]))
   }
   tail -1 "$bundle/reference/ort-match.log"
 
+  [[ ${COMET_GPU_PEERS:-1} == 0 ]] || make_peers "$build" "$torch_models" "$work"
+
   local tree size
   tree=$(cd "$root" && git ls-files -z --cached --others --exclude-standard |
     xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s}')
@@ -134,6 +141,74 @@ sample_classes(Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]))
   printf 'carried: tree %d + bundle %d = %d bytes (limit %d)\n' \
     "$tree" "$size" $((tree + size)) "$limit"
   ((tree + size < limit)) || { echo "gpu-run: over 64 MiB" >&2; return 1; }
+}
+
+# The bench-peers leg's steps (comet.bench_peers_cuda): ResNet-18 at 224x224,
+# batch 256, and the GPT decoder (bench_peers' size, batch 32), each
+# compiled with --compress none and static, and peers.json (the workloads
+# and their AdamW hyper-parameters). Their weights repeat each tensor's
+# first 8191 initial values (a prime period: no two rows alike), so that
+# xz packs a step into little: the memory and the time do not depend on
+# the values.
+make_peers() {
+  local build=$1 torch_models=$2 work=$3
+  local export_py=${COMET_EXPORT_PYTHON:-$root/.venv-export/bin/python}
+  local out=$bundle/peers gpt_args=layers=6,d_model=384,heads=6,seq_len=512
+  mkdir -p "$out"
+  local entries="" spec name model how batch dir m
+  for spec in "resnet18-224-b256|resnet18|--image-size 224|256|resnet18-224" \
+    "gpt-seq512-b32|gpt|--model-args $gpt_args|32|gpt-seq512"; do
+    IFS='|' read -r name model how batch dir <<<"$spec"
+    dir=$torch_models/$dir
+    if [[ ! -f $dir/training_model.onnx ]]; then
+      # shellcheck disable=SC2086
+      PYTHONPATH="$root/python" "$export_py" -m comet.export "$model" \
+        --out "$dir" $how --optimizer adamw >"$work/export-$name.log" 2>&1 ||
+        { tail -20 "$work/export-$name.log"; return 1; }
+    fi
+    PYTHONPATH="$root/python" "$export_py" - "$dir" "$work/$name-tiled.onnx" \
+      "$name" "$model" "$batch" "$how" >"$work/$name.json" <<'PY'
+import json
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from comet.bench_peers import adamw_attributes
+
+src, dst, name, model, batch, how = sys.argv[1:]
+m = onnx.load(src + "/model.onnx")
+inits = []
+for t in m.graph.initializer:
+    a = numpy_helper.to_array(t)
+    if a.dtype == np.float32 and a.size > 8191:
+        a = np.resize(a.reshape(-1)[:8191], a.size).reshape(a.shape)
+    inits.append(numpy_helper.from_array(np.ascontiguousarray(a), t.name))
+g = onnx.helper.make_graph([], "weights", [], [], inits)
+onnx.save(onnx.helper.make_model(g), dst)
+flag, value = how.split(" ", 1)
+w = {"name": name, "model": model, "batch": int(batch),
+     "optimizer": adamw_attributes(src),
+     "steps": {r: f"{name}-{r.split('-')[1]}.so"
+               for r in ("comet-none", "comet-static")}}
+if flag == "--image-size":
+    w["image_size"] = int(value)
+else:
+    w["model_args"] = value
+    w["seq_len"] = int(dict(kv.split("=") for kv in value.split(","))["seq_len"])
+print(json.dumps(w))
+PY
+    for m in none static; do
+      "$build/bin/comet-compile" "$dir" --compress $m --batch "$batch" \
+        --optimizer "$dir/optimizer_model.onnx" --weights "$work/$name-tiled.onnx" \
+        --mcpu "${COMET_AOT_MCPU:-x86-64-v3}" -o "$out/$name-$m.so"
+      xz -9 -T0 -f "$out/$name-$m.so"
+    done
+    entries+="${entries:+,}$(cat "$work/$name.json")"
+  done
+  echo "[$entries]" >"$out/peers.json"
+  du -sb "$out"/* | awk '{printf "peers: %s %d bytes\n", $2, $1}'
 }
 
 # ---- the GPU machine ----------------------------------------------------------
@@ -171,10 +246,17 @@ run_all() {
   if [[ -z ${CUDNN_ROOT:-} ]] && command -v python3 >/dev/null; then
     local wheels
     wheels=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]) + "/nvidia")' 2>/dev/null || true)
-    if [[ -n $wheels && -d $wheels/cudnn ]]; then
-      export CUDNN_ROOT=$wheels/cudnn CUBLAS_ROOT=$wheels/cublas
-      export LD_LIBRARY_PATH=$wheels/cudnn/lib:$wheels/cublas/lib:$LD_LIBRARY_PATH
+    # Each only where the wheel has its headers too; else the toolkit's.
+    if [[ -n $wheels && -f $wheels/cudnn/include/cudnn.h ]]; then
+      export CUDNN_ROOT=$wheels/cudnn
+      export LD_LIBRARY_PATH=$wheels/cudnn/lib:$LD_LIBRARY_PATH
     fi
+    if [[ -n $wheels && -f $wheels/cublas/include/cublas_v2.h ]]; then
+      export CUBLAS_ROOT=$wheels/cublas
+      export LD_LIBRARY_PATH=$wheels/cublas/lib:$LD_LIBRARY_PATH
+    fi
+    echo "cuDNN: ${CUDNN_ROOT:-the toolkit's}; cuBLAS: ${CUBLAS_ROOT:-the toolkit's}" \
+      >>"$results/machine.txt"
   fi
 
   # Build: runtime-only, tests on, the device's own architecture.
@@ -202,7 +284,7 @@ run_all() {
 
   # 1. The GPU tests.
   local rc=0
-  (cd "$build" && CI=${CI:-} ctest -L gpu --output-on-failure \
+  (cd "$build" && CI=${CI:-} ctest -L gpu --output-on-failure --timeout "${COMET_GPU_TEST_TIMEOUT:-300}" \
     --output-junit "$results/gpu-tests.xml") >"$results/gpu-tests.log" 2>&1 || rc=$?
   local counts
   counts=$(grep -E "tests passed|tests failed" "$results/gpu-tests.log" | tail -1)
@@ -226,7 +308,7 @@ run_all() {
     name=$(basename "$so" .so)
     rc=0
     # shellcheck disable=SC2046
-    python3 "$root/test/gpu/cuda_matches_cpu.py" --rtol 1e-4 \
+    timeout "${COMET_GPU_STEP_TIMEOUT:-180}" python3 "$root/test/gpu/cuda_matches_cpu.py" --rtol 1e-4 \
       --keep "$results/matches/$name" -- "$build/bin/comet-run" "$so" \
       $(cat "$bundle/steps/$name.args") >"$results/matches/$name.log" 2>&1 || rc=$?
     if ((rc == 77)); then
@@ -258,7 +340,41 @@ run_all() {
     summary matches ok "$ran steps: cuda = cpu = bundle within 1e-4; ORT (bundle): $ort"
   fi
 
-  # 3. compute-sanitizer on the CUDA codec and kernel tests.
+  # 3. The codec benchmark by class.
+  if ! ((gpu)); then
+    summary codec-bench skipped "no CUDA device"
+  elif COMET_BUILD_DIR=$build PYTHONPATH=$root/python python3 -m comet.bench_codec_cuda \
+      --data "$bundle/activations" --gib "${COMET_GPU_BENCH_GIB:-1}" \
+      --json "$results/bench_codec_cuda.json" >"$results/bench_codec_cuda.txt" 2>&1; then
+    summary codec-bench ok "bench_codec_cuda.txt"
+  else
+    summary codec-bench FAIL "bench_codec_cuda.txt"
+    status=1
+  fi
+
+  # 4. The memory benchmark against PyTorch on the GPU.
+  if ! ((gpu)); then
+    summary bench-peers skipped "no CUDA device"
+  elif [[ ! -f $bundle/peers/peers.json ]]; then
+    summary bench-peers FAIL "no peers/ in the bundle (COMET_GPU_PEERS=0)"
+    status=1
+  else
+    local xzs
+    for xzs in "$bundle"/peers/*.so.xz; do
+      [[ -f $xzs ]] && xz -d -f "$xzs"
+    done
+    if PYTHONPATH=$root/python python3 -m comet.bench_peers_cuda \
+        --peers "$bundle/peers" --comet-run "$build/bin/comet-run" \
+        --steps "${COMET_GPU_PEERS_STEPS:-3}" \
+        --json "$results/bench_peers_cuda.json" >"$results/bench_peers_cuda.txt" 2>&1; then
+      summary bench-peers ok "bench_peers_cuda.txt"
+    else
+      summary bench-peers FAIL "bench_peers_cuda.txt"
+      status=1
+    fi
+  fi
+
+  # 5. compute-sanitizer (last: the slowest, and the rest does not wait on it) on the CUDA codec and kernel tests.
   if ! ((gpu)); then
     summary sanitizer skipped "no CUDA device"
   elif ! command -v compute-sanitizer >/dev/null; then
@@ -271,7 +387,7 @@ run_all() {
         bin=$build/test/unittests/$test
         [[ -x $bin ]] || bin=$(find "$build/test" -name "$(basename "$test")" -type f | head -1)
         rc=0
-        compute-sanitizer --tool "$tool" --error-exitcode 1 \
+        timeout "${COMET_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
           ${COMET_SANITIZER_ARGS:-} "$bin" >"$results/sanitizer-$tool-$(basename "$test").log" 2>&1 || rc=$?
         ((rc == 0)) || { ((sbad++)); echo "$tool $(basename "$test"): exit $rc"; }
       done
@@ -280,28 +396,21 @@ run_all() {
     else summary sanitizer ok "memcheck and racecheck, codec and kernels"; fi
   fi
 
-  # 4. The codec benchmark by class.
-  if ! ((gpu)); then
-    summary codec-bench skipped "no CUDA device"
-  elif COMET_BUILD_DIR=$build PYTHONPATH=$root/python python3 -m comet.bench_codec_cuda \
-      --data "$bundle/activations" --gib "${COMET_GPU_BENCH_GIB:-1}" \
-      --json "$results/bench_codec_cuda.json" >"$results/bench_codec_cuda.txt" 2>&1; then
-    summary codec-bench ok "bench_codec_cuda.txt"
-  else
-    summary codec-bench FAIL "bench_codec_cuda.txt"
-    status=1
-  fi
-
-  # 5. The memory benchmark against PyTorch on the GPU.
-  summary bench-peers FAIL "not implemented: comet.bench_peers drives comet-train (needs LLVM) on the CPU only"
-  status=1
-
   echo "results: $results"
   return $status
 }
 
 case $mode in
 bundle) make_bundle "$@" ;;
+peers)
+  # Only the bench-peers steps, into an existing bundle.
+  b=$(cd "${1:-$root/build}" && pwd)
+  w=$(mktemp -d)
+  make_peers "$b" "${COMET_TORCH_MODELS:-$b/models}" "$w"
+  rc=$?
+  rm -rf "$w"
+  exit $rc
+  ;;
 run) run_all "$@" ;;
 *)
   sed -n '2,/^set -uo/{/^set -uo/!p}' "$0" >&2

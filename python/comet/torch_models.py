@@ -265,7 +265,7 @@ class Gpt(nn.Module):
 
     def forward(self, idx):
         B, T = idx.shape
-        pos = torch.arange(0, T, dtype=torch.long).unsqueeze(0)
+        pos = torch.arange(0, T, dtype=torch.long, device=idx.device).unsqueeze(0)
         x = self.blocks(self.tok(idx) + self.pos(pos))
         return self.head(self.ln(x)).view(-1, self.vocab)
 

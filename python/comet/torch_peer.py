@@ -112,7 +112,8 @@ def stages(name, model):
 
         class Pre(torch.nn.Module):
             def forward(self, idx):
-                pos = torch.arange(0, idx.shape[1], dtype=torch.long)
+                pos = torch.arange(0, idx.shape[1], dtype=torch.long,
+                                   device=idx.device)
                 return m.tok(idx) + m.pos(pos.unsqueeze(0))
 
         class Post(torch.nn.Module):
