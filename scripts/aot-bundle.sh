@@ -79,8 +79,14 @@ for pkg in "${pkgs[@]}"; do
   done
 done
 # The symbolic links of the libraries (dpkg -L lists them as files).
+# A link to an absolute path (Debian's libz.so -> /lib/...) is made
+# relative: it must resolve inside deps/ on the other machine.
 for l in /usr/lib/x86_64-linux-gnu/libdnnl.so* /usr/lib/x86_64-linux-gnu/libz.so*; do
-  cp -a "$l" "$out/deps$l"
+  if [[ -L $l && $(readlink "$l") == /* ]]; then
+    ln -sfn "$(basename "$(readlink "$l")")" "$out/deps$l"
+  else
+    cp -a "$l" "$out/deps$l"
+  fi
 done
 
 cat > "$out/run.sh" <<'RUN'

@@ -31,8 +31,12 @@
 #         4 bench-peers  COMET against PyTorch on the GPU, peaks by
 #                        torch.cuda.max_memory_allocated
 #                        (comet.bench_peers_cuda on the bundle's peers/)
-#         5 sanitizer    compute-sanitizer memcheck and racecheck on the CUDA
-#                        codec and kernel tests (last: the slowest)
+#         5 profile      comet-run --device cuda under COMET_RT_PROFILE on
+#                        the bench steps and the transformer's (per-entry
+#                        times; a device fault names its entry)
+#         6 sanitizer    compute-sanitizer memcheck and racecheck on the CUDA
+#                        codec and kernel tests, memcheck on a transformer
+#                        step (last: the slowest)
 #       and summary.txt, one line per leg. Exits non-zero if a leg failed.
 #       Without a CUDA device (a rehearsal) the legs that need one are
 #       recorded as skipped and the others run.
@@ -46,7 +50,7 @@ shift || true
 # The four exported models, uncompressed (the ORT comparison's setting),
 # batch 8, AdamW from their folders.
 models=(cnn transformer resnet18 mobilenet_v2)
-model_flags="--data synthetic --seed 1 --synthetic-size 64 --max-steps 3 --eval-samples 16 --quiet"
+model_flags="--data synthetic --seed 1 --synthetic-size 64 --max-steps 2 --lr 1e-4 --eval-samples 16 --quiet"
 
 make_bundle() {
   set -e
@@ -374,26 +378,67 @@ run_all() {
     fi
   fi
 
-  # 5. compute-sanitizer (last: the slowest, and the rest does not wait on it) on the CUDA codec and kernel tests.
+  # 5. Where a step's time goes: comet-run --device cuda under
+  # COMET_RT_PROFILE (every runtime call waited for and timed by entry; a
+  # device fault names the entry that caused it) on the bench-peers steps
+  # and the transformer's.
+  if ! ((gpu)); then
+    summary profile skipped "no CUDA device"
+  else
+    local pbad=0 pstep pname
+    for pstep in "$bundle"/peers/*.so "$bundle/steps/transformer.so"; do
+      [[ -f $pstep ]] || continue
+      pname=$(basename "$pstep" .so)
+      local pflags="--data synthetic --seed 0 --max-steps 2 --eval-samples -1 --quiet"
+      [[ $pname == resnet18-* ]] && pflags+=" --synthetic-shape 1x224x224 --synthetic-size 512"
+      [[ $pname == gpt-* ]] && pflags+=" --synthetic-size 64"
+      [[ $pname == transformer ]] && pflags+=" --synthetic-size 16"
+      rm -f "$results/profile-$pname.txt"
+      # shellcheck disable=SC2086
+      COMET_RT_PROFILE="$results/profile-$pname.txt" timeout 120 \
+        "$build/bin/comet-run" "$pstep" --device cuda $pflags \
+        >"$results/profile-$pname.log" 2>&1 || { ((pbad++)); echo "profile $pname: failed"; }
+    done
+    if ((pbad)); then summary profile FAIL "$pbad runs failed (profile-*.log)"; status=1
+    else summary profile ok "profile-*.txt"; fi
+  fi
+
+  # 6. compute-sanitizer (last: the slowest, and the rest does not wait on
+  # it): memcheck and racecheck on the CUDA codec and kernel tests (the
+  # codec's robustness cases, thousands of small decodes, left out of
+  # racecheck: they run the kernels the other cases race-check), and
+  # memcheck on the transformer's whole step.
   if ! ((gpu)); then
     summary sanitizer skipped "no CUDA device"
   elif ! command -v compute-sanitizer >/dev/null; then
     summary sanitizer FAIL "compute-sanitizer not found (CUDA toolkit's bin/)"
     status=1
   else
-    local tool test bin sbad=0
+    local tool test bin sbad=0 sruns=0 filter
     for tool in memcheck racecheck; do
       for test in CodecCuda/CometCodecCudaTests RuntimeCuda/CometRuntimeCudaKernelTests; do
         bin=$build/test/unittests/$test
         [[ -x $bin ]] || bin=$(find "$build/test" -name "$(basename "$test")" -type f | head -1)
+        filter="*"
+        [[ $tool == racecheck && $test == CodecCuda/* ]] && filter="-CodecCudaRobustness.*"
         rc=0
-        timeout "${COMET_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+        ((sruns++))
+        GTEST_FILTER=$filter timeout "${COMET_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
           ${COMET_SANITIZER_ARGS:-} "$bin" >"$results/sanitizer-$tool-$(basename "$test").log" 2>&1 || rc=$?
         ((rc == 0)) || { ((sbad++)); echo "$tool $(basename "$test"): exit $rc"; }
       done
     done
-    if ((sbad)); then summary sanitizer FAIL "$sbad of 4 runs"; status=1
-    else summary sanitizer ok "memcheck and racecheck, codec and kernels"; fi
+    if [[ -f $bundle/steps/transformer.so ]]; then
+      rc=0
+      ((sruns++))
+      timeout "${COMET_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool memcheck --error-exitcode 1 \
+        "$build/bin/comet-run" "$bundle/steps/transformer.so" --device cuda --data synthetic \
+        --synthetic-size 16 --max-steps 1 --eval-samples -1 --quiet \
+        >"$results/sanitizer-memcheck-comet-run-transformer.log" 2>&1 || rc=$?
+      ((rc == 0)) || { ((sbad++)); echo "memcheck comet-run transformer: exit $rc"; }
+    fi
+    if ((sbad)); then summary sanitizer FAIL "$sbad of $sruns runs"; status=1
+    else summary sanitizer ok "memcheck and racecheck, codec and kernels; memcheck, a transformer step"; fi
   fi
 
   echo "results: $results"

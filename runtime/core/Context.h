@@ -12,6 +12,7 @@
 #include "comet/runtime/alloc.h"
 #include "comet/runtime/context.h"
 #include "comet/runtime/device.h"
+#include "Profile.h"
 
 #include <atomic>
 #include <memory>
@@ -69,7 +70,13 @@ struct comet_rt_context {
   int32_t deviceKind = COMET_RT_DEVICE_CPU;
   void *deviceState = nullptr;
 
+  /// Per-entry times when COMET_RT_PROFILE is set (Profile.h).
+  std::unique_ptr<comet::rt::Profile> profile =
+      comet::rt::Profile::fromEnvironment();
+
   ~comet_rt_context() {
+    if (profile)
+      profile->write(deviceKind);
     if (device)
       device->destroy(this);
   }

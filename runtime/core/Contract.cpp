@@ -84,6 +84,17 @@ int32_t Call::finishDeclarations(const std::vector<Tensor *> &ts) {
   return COMET_RT_SUCCESS;
 }
 
+Call::Call(comet_rt_context *ctx, Entry entry, const Backend &backend)
+    : ctx(ctx), entry(entry), op(entryName(entry)), backend(backend) {
+  if (ctx && ctx->profile)
+    profileStart = Profile::nowNs();
+}
+
+Call::~Call() {
+  if (profileStart >= 0)
+    ctx->profile->finish(ctx, static_cast<int32_t>(entry), op, profileStart);
+}
+
 int32_t Call::runnable(bool implemented) const {
   if (implemented)
     return COMET_RT_SUCCESS;

@@ -157,8 +157,9 @@ struct Backend {
 /// checks (Validate.cpp).
 class Call {
 public:
-  Call(comet_rt_context *ctx, Entry entry, const Backend &backend)
-      : ctx(ctx), entry(entry), op(entryName(entry)), backend(backend) {}
+  Call(comet_rt_context *ctx, Entry entry, const Backend &backend);
+  /// Under COMET_RT_PROFILE: waits for the device and counts the call.
+  ~Call();
   Call(const Call &) = delete;
   Call &operator=(const Call &) = delete;
 
@@ -167,6 +168,7 @@ public:
   const char *op;
   const Backend &backend;
   int phase = 0;
+  int64_t profileStart = -1;
 
   /// Views m as t: a null memref leaves t absent; a bad layout fails.
   int32_t bind(Tensor &t, const comet_rt_memref *m, const char *name,

@@ -2,8 +2,9 @@
 //
 // cuDNN 9's legacy convolution API: forward, backward data, backward
 // filter, backward bias. The algorithm is the first of
-// cudnnGet*Algorithm_v7's ranking that runs in FP32 FMA math, cached per
-// problem; its workspace comes from the context's pool. cuDNN pads
+// cudnnGet*Algorithm_v7's ranking that runs in FP32 FMA math within the
+// context's workspace limit, cached per problem; its workspace comes from
+// the context's pool. cuDNN pads
 // symmetrically: other pads are applied by copying X into a zero-padded
 // workspace (and dX is cropped out of one).
 //
@@ -92,11 +93,16 @@ int32_t convDescs(const char *op, const Geometry &g, const Tensor &w,
   return COMET_RT_SUCCESS;
 }
 
-/// The first algorithm cuDNN's heuristics rank that runs in FP32 FMA math,
-/// cached per problem.
+/// The first algorithm cuDNN's heuristics rank that runs in FP32 FMA math
+/// and whose workspace fits the context's workspace limit (the limit the
+/// CPU's convolutions keep: the step's peak includes every workspace);
+/// when none fits, the FMA one that needs the least. Cached per problem
+/// and limit.
 template <typename Perf, typename GetFn>
-int32_t chooseAlgo(State &s, const char *op, const std::string &key, GetFn get,
-                   int &algo) {
+int32_t chooseAlgo(comet_rt_context *ctx, State &s, const char *op,
+                   const std::string &problem, GetFn get, int &algo) {
+  const int64_t limit = resolve(ctx)->workspaceLimit.load();
+  const std::string key = concat(problem, "/", limit);
   {
     std::lock_guard<std::mutex> lock(s.algoMu);
     auto it = s.algos.find(key);
@@ -108,17 +114,26 @@ int32_t chooseAlgo(State &s, const char *op, const std::string &key, GetFn get,
   Perf perf[16];
   int n = 0;
   DNN_TRY(op, get(perf, 16, &n));
-  for (int k = 0; k < n; ++k)
-    if (perf[k].status == CUDNN_STATUS_SUCCESS &&
-        perf[k].mathType != CUDNN_TENSOR_OP_MATH &&
-        perf[k].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
-      algo = static_cast<int>(perf[k].algo);
-      std::lock_guard<std::mutex> lock(s.algoMu);
-      s.algos[key] = algo;
-      return COMET_RT_SUCCESS;
-    }
-  return fail(COMET_RT_ERROR_BACKEND,
-              concat(op, ": cuDNN has no FP32 algorithm for ", key));
+  int chosen = -1, smallest = -1;
+  for (int k = 0; k < n && chosen < 0; ++k) {
+    if (perf[k].status != CUDNN_STATUS_SUCCESS ||
+        perf[k].mathType == CUDNN_TENSOR_OP_MATH ||
+        perf[k].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      continue;
+    if (limit <= 0 || perf[k].memory <= static_cast<size_t>(limit))
+      chosen = k;
+    else if (smallest < 0 || perf[k].memory < perf[smallest].memory)
+      smallest = k;
+  }
+  if (chosen < 0)
+    chosen = smallest;
+  if (chosen < 0)
+    return fail(COMET_RT_ERROR_BACKEND,
+                concat(op, ": cuDNN has no FP32 algorithm for ", problem));
+  algo = static_cast<int>(perf[chosen].algo);
+  std::lock_guard<std::mutex> lock(s.algoMu);
+  s.algos[key] = algo;
+  return COMET_RT_SUCCESS;
 }
 
 /// Between X [planes, h, w] and its padded copy [planes, h + pT + pB,
@@ -173,7 +188,7 @@ int32_t run(comet_rt_context *ctx, const conv2d_args &a) {
   }
   int algo;
   COMET_RT_TRY(chooseAlgo<cudnnConvolutionFwdAlgoPerf_t>(
-      s, op, "fwd" + d.key,
+      ctx, s, op, "fwd" + d.key,
       [&](cudnnConvolutionFwdAlgoPerf_t *p, int cap, int *n) {
         return cudnnGetConvolutionForwardAlgorithm_v7(s.dnn, d.x, d.w, d.conv,
                                                       d.y, cap, n, p);
@@ -210,7 +225,7 @@ int32_t run(comet_rt_context *ctx, const conv_grad2d_args &a) {
   if (a.dx.present) {
     int algo;
     COMET_RT_TRY(chooseAlgo<cudnnConvolutionBwdDataAlgoPerf_t>(
-        s, op, "bwd-data" + d.key,
+        ctx, s, op, "bwd-data" + d.key,
         [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int cap, int *n) {
           return cudnnGetConvolutionBackwardDataAlgorithm_v7(
               s.dnn, d.w, d.y, d.conv, d.x, cap, n, p);
@@ -242,7 +257,7 @@ int32_t run(comet_rt_context *ctx, const conv_grad2d_args &a) {
     }
     int algo;
     COMET_RT_TRY(chooseAlgo<cudnnConvolutionBwdFilterAlgoPerf_t>(
-        s, op, "bwd-filter" + d.key,
+        ctx, s, op, "bwd-filter" + d.key,
         [&](cudnnConvolutionBwdFilterAlgoPerf_t *p, int cap, int *n) {
           return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
               s.dnn, d.x, d.y, d.conv, d.w, cap, n, p);

@@ -149,9 +149,7 @@ __global__ void clipK(const float *x, const float *lo, const float *hi,
   }
 }
 
-__global__ void scaleK(const float *x, const float *s, float *y, int64_t n,
-                       int down) {
-  float f = *s;
+__global__ void scaleK(const float *x, float f, float *y, int64_t n, int down) {
   GRID_STRIDE(i, n) y[i] = down ? x[i] / f : x[i] * f;
 }
 
@@ -249,8 +247,10 @@ int32_t run(comet_rt_context *ctx, const scale_args &a) {
   int64_t n = a.x.numel();
   if (n == 0)
     return ok();
+  // PARAM: the factor is on the host (often a constant of the compiled
+  // step, which no kernel can read).
   scaleK<<<gridFor(n), kThreads, 0, streamOf(ctx)>>>(
-      a.x.f(), a.scale.f(), a.y.f(), n, a.scale_down != 0);
+      a.x.f(), a.scale.hostAs<float>()[0], a.y.f(), n, a.scale_down != 0);
   LAUNCHED("scale");
   return ok();
 }

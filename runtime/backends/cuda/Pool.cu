@@ -2,8 +2,10 @@
 //
 // Kernels, not cuDNN's pooling: MaxPool's Indices (ORT's flat indices, both
 // storage orders, or window positions) have no cuDNN counterpart, and cuDNN
-// pads symmetrically. MaxPoolGrad scatters with atomicAdd; AveragePoolGrad
-// gathers, one thread per input element.
+// pads symmetrically. The gradients add in the CPU's order, without
+// atomics: MaxPoolGrad over window positions and AveragePoolGrad gather,
+// one thread per input element; MaxPoolGrad over flat indices scatters
+// one plane per thread.
 //
 //===----------------------------------------------------------------------===//
 #include "Common.cuh"
@@ -58,22 +60,64 @@ __global__ void maxpoolK(const float *x, float *y, int64_t *ind, uint8_t *pos,
   }
 }
 
-/// dX[Indices[i]] += dY[i] (every index lies in dX: checked).
+/// dX[Indices[o]] += dY[o] for the outputs o of one plane each, in order,
+/// where the index lies in the plane's own part of dX (every index lies in
+/// dX: checked); the others are left to maxpoolGradStrayK. One thread per
+/// plane: the CPU's order of additions, without atomics.
 __global__ void maxpoolGradK(const float *dy, const int64_t *ind, float *dx,
-                             int64_t n) {
-  GRID_STRIDE(i, n) atomicAdd(dx + ind[i], dy[i]);
+                             int64_t planes, int64_t inPlane,
+                             int64_t outPlane) {
+  GRID_STRIDE(p, planes) {
+    for (int64_t o = p * outPlane; o < (p + 1) * outPlane; ++o)
+      if (ind[o] / inPlane == p)
+        dx[ind[o]] += dy[o];
+  }
 }
 
-/// dX[flat index of positions[o]] += dY[o] (every position lies in dX:
-/// checked).
+/// The indices outside their own plane, serially in output order (one
+/// thread: ORT's Indices never leave their plane, so this finds none).
+__global__ void maxpoolGradStrayK(const float *dy, const int64_t *ind,
+                                  float *dx, int64_t n, int64_t inPlane,
+                                  int64_t outPlane) {
+  for (int64_t o = 0; o < n; ++o)
+    if (ind[o] / inPlane != o / outPlane)
+      dx[ind[o]] += dy[o];
+}
+
+/// dX as the sum of dY over the outputs whose window position names this
+/// element (every position lies in dX: checked), gathered in output order
+/// as the CPU adds them: no atomics, the same bits.
 __global__ void maxpoolGradWindowK(const float *dy, const uint8_t *pos,
-                                   float *dx, int64_t n, PoolGeom g,
+                                   float *dx, int64_t total, PoolGeom g,
                                    int storageOrder) {
-  GRID_STRIDE(o, n) {
-    int64_t j = o % g.ow, i = (o / g.ow) % g.oh, p = o / (g.ow * g.oh);
-    atomicAdd(
-        dx + flatIndex(g, p, i, j, pos[o] / g.kW, pos[o] % g.kW, storageOrder),
-        dy[o]);
+  GRID_STRIDE(e, total) {
+    int64_t p = e / (g.h * g.w), r = e % (g.h * g.w);
+    int64_t hh = storageOrder == 0 ? r / g.w : r % g.h;
+    int64_t ww = storageOrder == 0 ? r % g.w : r / g.h;
+    const float *dyp = dy + p * g.oh * g.ow;
+    const uint8_t *posp = pos + p * g.oh * g.ow;
+    float s = 0.0f;
+    // a falling is i rising; b falling is j rising.
+    for (int64_t a = g.kH - 1; a >= 0; --a) {
+      int64_t ti = hh + g.pT - a * g.dH;
+      if (ti < 0 || ti % g.sH)
+        continue;
+      int64_t i = ti / g.sH;
+      if (i >= g.oh)
+        continue;
+      for (int64_t b = g.kW - 1; b >= 0; --b) {
+        int64_t tj = ww + g.pL - b * g.dW;
+        if (tj < 0 || tj % g.sW)
+          continue;
+        int64_t j = tj / g.sW;
+        if (j >= g.ow)
+          continue;
+        int64_t o = i * g.ow + j;
+        if (posp[o] == a * g.kW + b)
+          s += dyp[o];
+      }
+    }
+    dx[e] = s;
   }
 }
 
@@ -179,20 +223,33 @@ int32_t run(comet_rt_context *ctx, const maxpool_grad_args &a) {
   COMET_RT_TRY(zeroAsync(ctx, op, a.dx.data, a.dx.bytes()));
   if (a.dy.numel() == 0)
     return ok();
-  maxpoolGradK<<<gridFor(a.dy.numel()), kThreads, 0, streamOf(ctx)>>>(
-      a.dy.f(), a.indices.i64(), a.dx.f(), a.dy.numel());
+  // Planes as the CPU takes them: dX's and dY's first two dims; a dY of
+  // another shape is one plane.
+  int64_t planes = 1;
+  if (a.dx.rank() >= 2 && a.dy.rank() == a.dx.rank() &&
+      a.dy.dim(0) * a.dy.dim(1) == a.dx.dim(0) * a.dx.dim(1) &&
+      a.dx.dim(0) * a.dx.dim(1) > 0)
+    planes = a.dx.dim(0) * a.dx.dim(1);
+  int64_t inPlane = std::max<int64_t>(a.dx.numel() / planes, 1),
+          outPlane = a.dy.numel() / planes;
+  maxpoolGradK<<<gridFor(planes), kThreads, 0, streamOf(ctx)>>>(
+      a.dy.f(), a.indices.i64(), a.dx.f(), planes, inPlane, outPlane);
+  LAUNCHED(op);
+  maxpoolGradStrayK<<<1, 1, 0, streamOf(ctx)>>>(
+      a.dy.f(), a.indices.i64(), a.dx.f(), a.dy.numel(), inPlane, outPlane);
   LAUNCHED(op);
   return ok();
 }
 
 int32_t run(comet_rt_context *ctx, const maxpool_grad_window_args &a) {
   const char *op = "maxpool_grad_window";
-  COMET_RT_TRY(zeroAsync(ctx, op, a.dx.data, a.dx.bytes()));
-  if (a.dy.numel() == 0)
+  if (a.dx.numel() == 0)
     return ok();
+  if (a.dy.numel() == 0)
+    return zeroAsync(ctx, op, a.dx.data, a.dx.bytes());
   PoolGeom g = maxpoolGeom(a, a.dx, a.dy);
-  maxpoolGradWindowK<<<gridFor(a.dy.numel()), kThreads, 0, streamOf(ctx)>>>(
-      a.dy.f(), a.positions.u8(), a.dx.f(), a.dy.numel(), g,
+  maxpoolGradWindowK<<<gridFor(a.dx.numel()), kThreads, 0, streamOf(ctx)>>>(
+      a.dy.f(), a.positions.u8(), a.dx.f(), a.dx.numel(), g,
       static_cast<int>(a.storage_order));
   LAUNCHED(op);
   return ok();

@@ -361,6 +361,9 @@ TEST(Activations, LeakyReluGradFromAMaskStream) {
 // stream: the step holds one block for it, not a scratch block and a copy.
 // A stream that outgrows the guess is made again at its exact size.
 TEST(Activations, LaterStreamsAreMadeInTheirHandle) {
+  SKIP_ON_CUDA("the CUDA backend encodes into a worst-case scratch block and "
+               "copies the stream into the handle's block (Codec.cu); its "
+               "handle is host metadata, not an allocator block");
   comet_rt_context *ctx = newContext();
   const int64_t n = 1 << 20;
   F smooth({n}), noisy = randomF({n}, 95);

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -430,6 +431,54 @@ TEST_F(Cuda, CopiesAndShapesMatchCpu) {
   host.set(bits);
   RT_OK(_mlir_ciface_comet_rt_identity_i1(gpu, host.m(), dev.m()));
   EXPECT_EQ(dev.get<uint8_t>(), (std::vector<uint8_t>{1, 0, 1}));
+}
+
+// The operands a compiled step passes straight from its constants
+// (memref.get_global: host memory, which no kernel may read): Scale's
+// factor, Transpose's perm, a reduction's axes, Pad's pads and value. Each
+// is a PARAM, staged on the host, so the CUDA call gives the CPU's result.
+// Scale's factor was not, and the transformer's step faulted on the device.
+TEST_F(Cuda, HostConstantsOfTheCompiledStepReachKernels) {
+  Pair x = pair({2, 3, 4}, 41);
+  auto hostF = [&](std::vector<float> v) {
+    auto m =
+        std::make_unique<Mem>(cpu, std::vector<int64_t>{int64_t(v.size())}, 4);
+    m->set(v.data());
+    return m;
+  };
+  auto hostI = [&](std::vector<int64_t> v) {
+    auto m =
+        std::make_unique<Mem>(cpu, std::vector<int64_t>{int64_t(v.size())}, 8);
+    m->set(v.data());
+    return m;
+  };
+  auto factor = hostF({-2.5f});
+  for (int64_t down : {0, 1}) {
+    Pair y = zeros({2, 3, 4});
+    RT_OK(
+        _mlir_ciface_comet_rt_scale(cpu, x.c.m(), factor->m(), y.c.m(), down));
+    RT_OK(
+        _mlir_ciface_comet_rt_scale(gpu, x.g.m(), factor->m(), y.g.m(), down));
+    expectSame(y, 0, 0, "scale");
+  }
+  auto perm = hostI({2, 0, 1});
+  Pair t = zeros({4, 2, 3});
+  RT_OK(_mlir_ciface_comet_rt_transpose(cpu, x.c.m(), t.c.m(), perm->m()));
+  RT_OK(_mlir_ciface_comet_rt_transpose(gpu, x.g.m(), t.g.m(), perm->m()));
+  expectSame(t, 0, 0, "transpose");
+  auto axes = hostI({1});
+  Pair r = zeros({2, 4});
+  RT_OK(_mlir_ciface_comet_rt_reduce_mean(cpu, x.c.m(), axes->m(), r.c.m(), 0));
+  RT_OK(_mlir_ciface_comet_rt_reduce_mean(gpu, x.g.m(), axes->m(), r.g.m(), 0));
+  expectSame(r, 1e-6f, 1e-7f, "reduce_mean");
+  auto pads = hostI({0, 1, 0, 0, 0, 2});
+  auto value = hostF({0.5f});
+  Pair p = zeros({2, 4, 6});
+  RT_OK(
+      _mlir_ciface_comet_rt_pad(cpu, x.c.m(), pads->m(), value->m(), p.c.m()));
+  RT_OK(
+      _mlir_ciface_comet_rt_pad(gpu, x.g.m(), pads->m(), value->m(), p.g.m()));
+  expectSame(p, 0, 0, "pad");
 }
 
 TEST_F(Cuda, SoftmaxCrossEntropyMatchesCpu) {
