@@ -218,6 +218,9 @@ PY
 # ---- the GPU machine ----------------------------------------------------------
 
 results=""
+# COMET_GPU_LEGS: the legs to run after the build (default: all, in order).
+legs=${COMET_GPU_LEGS:-gpu-tests,matches,codec-bench,bench-peers,profile,sanitizer}
+want() { [[ ",$legs," == *",$1,"* ]]; }
 summary() { printf '%-12s %-8s %s\n' "$1" "$2" "$3" | tee -a "$results/summary.txt"; }
 
 run_all() {
@@ -286,159 +289,171 @@ run_all() {
     return 1
   fi
 
-  # 1. The GPU tests.
-  local rc=0
-  (cd "$build" && CI=${CI:-} ctest -L gpu --output-on-failure --timeout "${COMET_GPU_TEST_TIMEOUT:-300}" \
-    --output-junit "$results/gpu-tests.xml") >"$results/gpu-tests.log" 2>&1 || rc=$?
-  local counts
-  counts=$(grep -E "tests passed|tests failed" "$results/gpu-tests.log" | tail -1)
-  local skipped
-  skipped=$(grep -c "(Skipped)$" "$results/gpu-tests.log" || true)
-  if ((rc != 0)); then
-    summary gpu-tests FAIL "$counts"
-    status=1
-  elif ((gpu)) && ((skipped > 0)); then
-    summary gpu-tests FAIL "$counts; $skipped skipped on a GPU machine"
-    status=1
-  else
-    summary gpu-tests "$( ((gpu)) && echo ok || echo skipped)" "$counts ($skipped skipped)"
-  fi
-
-  # 2. cuda against cpu against the bundle's cpu report (and ORT's log).
-  mkdir -p "$results/matches"
-  cp -f "$bundle/reference/ort-match.log" "$results/matches/" 2>/dev/null
-  local so name bad=0 ran=0 skippedSteps=0
-  for so in "$bundle"/steps/*.so; do
-    name=$(basename "$so" .so)
-    rc=0
-    # shellcheck disable=SC2046
-    timeout "${COMET_GPU_STEP_TIMEOUT:-180}" python3 "$root/test/gpu/cuda_matches_cpu.py" --rtol 1e-4 \
-      --keep "$results/matches/$name" -- "$build/bin/comet-run" "$so" \
-      $(cat "$bundle/steps/$name.args") >"$results/matches/$name.log" 2>&1 || rc=$?
-    if ((rc == 77)); then
-      ((skippedSteps++))
-    elif ((rc != 0)); then
-      ((bad++))
-      echo "$name: cuda against cpu failed (matches/$name.log)"
-    fi
-    ((ran++))
-    # The cpu run against this bundle's reference report.
-    if [[ -f $results/matches/$name/cpu.json ]]; then
-      python3 "$root/test/gpu/cuda_matches_cpu.py" --rtol 1e-4 \
-        --compare "$bundle/reference/$name.json" "$results/matches/$name/cpu.json" \
-        >"$results/matches/$name.reference.log" 2>&1 ||
-        { ((bad++)); echo "$name: cpu against the bundle's reference failed"; }
+  if want gpu-tests; then
+    # 1. The GPU tests.
+    local rc=0
+    (cd "$build" && CI=${CI:-} ctest -L gpu --output-on-failure --timeout "${COMET_GPU_TEST_TIMEOUT:-300}" \
+      --output-junit "$results/gpu-tests.xml") >"$results/gpu-tests.log" 2>&1 || rc=$?
+    local counts
+    counts=$(grep -E "tests passed|tests failed" "$results/gpu-tests.log" | tail -1)
+    local skipped
+    skipped=$(grep -c "(Skipped)$" "$results/gpu-tests.log" || true)
+    if ((rc != 0)); then
+      summary gpu-tests FAIL "$counts"
+      status=1
+    elif ((gpu)) && ((skipped > 0)); then
+      summary gpu-tests FAIL "$counts; $skipped skipped on a GPU machine"
+      status=1
     else
-      ((bad++))
-      echo "$name: no cpu report (matches/$name.log)"
+      summary gpu-tests "$( ((gpu)) && echo ok || echo skipped)" "$counts ($skipped skipped)"
     fi
-  done
-  local ort
-  ort=$(tail -1 "$results/matches/ort-match.log" 2>/dev/null | tr -d '=' | xargs)
-  if ((bad)); then
-    summary matches FAIL "$bad of $ran steps failed; ORT (bundle): $ort"
-    status=1
-  elif ((skippedSteps)); then
-    summary matches cpu-only "$ran steps: cpu runs match the bundle; cuda skipped ($skippedSteps); ORT (bundle): $ort"
-  else
-    summary matches ok "$ran steps: cuda = cpu = bundle within 1e-4; ORT (bundle): $ort"
   fi
 
-  # 3. The codec benchmark by class.
-  if ! ((gpu)); then
-    summary codec-bench skipped "no CUDA device"
-  elif COMET_BUILD_DIR=$build PYTHONPATH=$root/python python3 -m comet.bench_codec_cuda \
-      --data "$bundle/activations" --gib "${COMET_GPU_BENCH_GIB:-1}" \
-      --json "$results/bench_codec_cuda.json" >"$results/bench_codec_cuda.txt" 2>&1; then
-    summary codec-bench ok "bench_codec_cuda.txt"
-  else
-    summary codec-bench FAIL "bench_codec_cuda.txt"
-    status=1
-  fi
-
-  # 4. The memory benchmark against PyTorch on the GPU.
-  if ! ((gpu)); then
-    summary bench-peers skipped "no CUDA device"
-  elif [[ ! -f $bundle/peers/peers.json ]]; then
-    summary bench-peers FAIL "no peers/ in the bundle (COMET_GPU_PEERS=0)"
-    status=1
-  else
-    local xzs
-    for xzs in "$bundle"/peers/*.so.xz; do
-      [[ -f $xzs ]] && xz -d -f "$xzs"
+  if want matches; then
+    # 2. cuda against cpu against the bundle's cpu report (and ORT's log).
+    mkdir -p "$results/matches"
+    cp -f "$bundle/reference/ort-match.log" "$results/matches/" 2>/dev/null
+    local so name bad=0 ran=0 skippedSteps=0
+    for so in "$bundle"/steps/*.so; do
+      name=$(basename "$so" .so)
+      rc=0
+      # shellcheck disable=SC2046
+      timeout "${COMET_GPU_STEP_TIMEOUT:-180}" python3 "$root/test/gpu/cuda_matches_cpu.py" --rtol 1e-4 \
+        --keep "$results/matches/$name" -- "$build/bin/comet-run" "$so" \
+        $(cat "$bundle/steps/$name.args") >"$results/matches/$name.log" 2>&1 || rc=$?
+      if ((rc == 77)); then
+        ((skippedSteps++))
+      elif ((rc != 0)); then
+        ((bad++))
+        echo "$name: cuda against cpu failed (matches/$name.log)"
+      fi
+      ((ran++))
+      # The cpu run against this bundle's reference report.
+      if [[ -f $results/matches/$name/cpu.json ]]; then
+        python3 "$root/test/gpu/cuda_matches_cpu.py" --rtol 1e-4 \
+          --compare "$bundle/reference/$name.json" "$results/matches/$name/cpu.json" \
+          >"$results/matches/$name.reference.log" 2>&1 ||
+          { ((bad++)); echo "$name: cpu against the bundle's reference failed"; }
+      else
+        ((bad++))
+        echo "$name: no cpu report (matches/$name.log)"
+      fi
     done
-    if PYTHONPATH=$root/python python3 -m comet.bench_peers_cuda \
-        --peers "$bundle/peers" --comet-run "$build/bin/comet-run" \
-        --steps "${COMET_GPU_PEERS_STEPS:-3}" \
-        --json "$results/bench_peers_cuda.json" >"$results/bench_peers_cuda.txt" 2>&1; then
-      summary bench-peers ok "bench_peers_cuda.txt"
+    local ort
+    ort=$(tail -1 "$results/matches/ort-match.log" 2>/dev/null | tr -d '=' | xargs)
+    if ((bad)); then
+      summary matches FAIL "$bad of $ran steps failed; ORT (bundle): $ort"
+      status=1
+    elif ((skippedSteps)); then
+      summary matches cpu-only "$ran steps: cpu runs match the bundle; cuda skipped ($skippedSteps); ORT (bundle): $ort"
     else
-      summary bench-peers FAIL "bench_peers_cuda.txt"
+      summary matches ok "$ran steps: cuda = cpu = bundle within 1e-4; ORT (bundle): $ort"
+    fi
+  fi
+
+  if want codec-bench; then
+    # 3. The codec benchmark by class.
+    if ! ((gpu)); then
+      summary codec-bench skipped "no CUDA device"
+    elif COMET_BUILD_DIR=$build PYTHONPATH=$root/python python3 -m comet.bench_codec_cuda \
+        --data "$bundle/activations" --gib "${COMET_GPU_BENCH_GIB:-1}" \
+        --json "$results/bench_codec_cuda.json" >"$results/bench_codec_cuda.txt" 2>&1; then
+      summary codec-bench ok "bench_codec_cuda.txt"
+    else
+      summary codec-bench FAIL "bench_codec_cuda.txt"
       status=1
     fi
   fi
 
-  # 5. Where a step's time goes: comet-run --device cuda under
-  # COMET_RT_PROFILE (every runtime call waited for and timed by entry; a
-  # device fault names the entry that caused it) on the bench-peers steps
-  # and the transformer's.
-  if ! ((gpu)); then
-    summary profile skipped "no CUDA device"
-  else
-    local pbad=0 pstep pname
-    for pstep in "$bundle"/peers/*.so "$bundle/steps/transformer.so"; do
-      [[ -f $pstep ]] || continue
-      pname=$(basename "$pstep" .so)
-      local pflags="--data synthetic --seed 0 --max-steps 2 --eval-samples -1 --quiet"
-      [[ $pname == resnet18-* ]] && pflags+=" --synthetic-shape 1x224x224 --synthetic-size 512"
-      [[ $pname == gpt-* ]] && pflags+=" --synthetic-size 64"
-      [[ $pname == transformer ]] && pflags+=" --synthetic-size 16"
-      rm -f "$results/profile-$pname.txt"
-      # shellcheck disable=SC2086
-      COMET_RT_PROFILE="$results/profile-$pname.txt" timeout 120 \
-        "$build/bin/comet-run" "$pstep" --device cuda $pflags \
-        >"$results/profile-$pname.log" 2>&1 || { ((pbad++)); echo "profile $pname: failed"; }
-    done
-    if ((pbad)); then summary profile FAIL "$pbad runs failed (profile-*.log)"; status=1
-    else summary profile ok "profile-*.txt"; fi
+  if want bench-peers; then
+    # 4. The memory benchmark against PyTorch on the GPU.
+    if ! ((gpu)); then
+      summary bench-peers skipped "no CUDA device"
+    elif [[ ! -f $bundle/peers/peers.json ]]; then
+      summary bench-peers FAIL "no peers/ in the bundle (COMET_GPU_PEERS=0)"
+      status=1
+    else
+      local xzs
+      for xzs in "$bundle"/peers/*.so.xz; do
+        [[ -f $xzs ]] && xz -d -f "$xzs"
+      done
+      if PYTHONPATH=$root/python python3 -m comet.bench_peers_cuda \
+          --peers "$bundle/peers" --comet-run "$build/bin/comet-run" \
+          --steps "${COMET_GPU_PEERS_STEPS:-3}" \
+          --json "$results/bench_peers_cuda.json" >"$results/bench_peers_cuda.txt" 2>&1; then
+        summary bench-peers ok "bench_peers_cuda.txt"
+      else
+        summary bench-peers FAIL "bench_peers_cuda.txt"
+        status=1
+      fi
+    fi
   fi
 
-  # 6. compute-sanitizer (last: the slowest, and the rest does not wait on
-  # it): memcheck and racecheck on the CUDA codec and kernel tests (the
-  # codec's robustness cases, thousands of small decodes, left out of
-  # racecheck: they run the kernels the other cases race-check), and
-  # memcheck on the transformer's whole step.
-  if ! ((gpu)); then
-    summary sanitizer skipped "no CUDA device"
-  elif ! command -v compute-sanitizer >/dev/null; then
-    summary sanitizer FAIL "compute-sanitizer not found (CUDA toolkit's bin/)"
-    status=1
-  else
-    local tool test bin sbad=0 sruns=0 filter
-    for tool in memcheck racecheck; do
-      for test in CodecCuda/CometCodecCudaTests RuntimeCuda/CometRuntimeCudaKernelTests; do
-        bin=$build/test/unittests/$test
-        [[ -x $bin ]] || bin=$(find "$build/test" -name "$(basename "$test")" -type f | head -1)
-        filter="*"
-        [[ $tool == racecheck && $test == CodecCuda/* ]] && filter="-CodecCudaRobustness.*"
+  if want profile; then
+    # 5. Where a step's time goes: comet-run --device cuda under
+    # COMET_RT_PROFILE (every runtime call waited for and timed by entry; a
+    # device fault names the entry that caused it) on the bench-peers steps
+    # and the transformer's.
+    if ! ((gpu)); then
+      summary profile skipped "no CUDA device"
+    else
+      local pbad=0 pstep pname
+      for pstep in "$bundle"/peers/*.so "$bundle/steps/transformer.so"; do
+        [[ -f $pstep ]] || continue
+        pname=$(basename "$pstep" .so)
+        local pflags="--data synthetic --seed 0 --max-steps 2 --eval-samples -1 --quiet"
+        [[ $pname == resnet18-* ]] && pflags+=" --synthetic-shape 1x224x224 --synthetic-size 512"
+        [[ $pname == gpt-* ]] && pflags+=" --synthetic-size 64"
+        [[ $pname == transformer ]] && pflags+=" --synthetic-size 16"
+        rm -f "$results/profile-$pname.txt"
+        # shellcheck disable=SC2086
+        COMET_RT_PROFILE="$results/profile-$pname.txt" timeout 120 \
+          "$build/bin/comet-run" "$pstep" --device cuda $pflags \
+          >"$results/profile-$pname.log" 2>&1 || { ((pbad++)); echo "profile $pname: failed"; }
+      done
+      if ((pbad)); then summary profile FAIL "$pbad runs failed (profile-*.log)"; status=1
+      else summary profile ok "profile-*.txt"; fi
+    fi
+  fi
+
+  if want sanitizer; then
+    # 6. compute-sanitizer (last: the slowest, and the rest does not wait on
+    # it): memcheck and racecheck on the CUDA codec and kernel tests (the
+    # codec's robustness cases, thousands of small decodes, left out of
+    # racecheck: they run the kernels the other cases race-check), and
+    # memcheck on the transformer's whole step.
+    if ! ((gpu)); then
+      summary sanitizer skipped "no CUDA device"
+    elif ! command -v compute-sanitizer >/dev/null; then
+      summary sanitizer FAIL "compute-sanitizer not found (CUDA toolkit's bin/)"
+      status=1
+    else
+      local tool test bin sbad=0 sruns=0 filter
+      for tool in ${COMET_SANITIZER_TOOLS:-memcheck racecheck}; do
+        for test in ${COMET_SANITIZER_SUITES:-CodecCuda/CometCodecCudaTests RuntimeCuda/CometRuntimeCudaKernelTests}; do
+          bin=$build/test/unittests/$test
+          [[ -x $bin ]] || bin=$(find "$build/test" -name "$(basename "$test")" -type f | head -1)
+          filter="*"
+          [[ $tool == racecheck && $test == CodecCuda/* ]] && filter="-CodecCudaRobustness.*"
+          rc=0
+          ((sruns++))
+          GTEST_FILTER=$filter timeout "${COMET_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+            ${COMET_SANITIZER_ARGS:-} "$bin" >"$results/sanitizer-$tool-$(basename "$test").log" 2>&1 || rc=$?
+          ((rc == 0)) || { ((sbad++)); echo "$tool $(basename "$test"): exit $rc"; }
+        done
+      done
+      if [[ -f $bundle/steps/transformer.so ]]; then
         rc=0
         ((sruns++))
-        GTEST_FILTER=$filter timeout "${COMET_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-          ${COMET_SANITIZER_ARGS:-} "$bin" >"$results/sanitizer-$tool-$(basename "$test").log" 2>&1 || rc=$?
-        ((rc == 0)) || { ((sbad++)); echo "$tool $(basename "$test"): exit $rc"; }
-      done
-    done
-    if [[ -f $bundle/steps/transformer.so ]]; then
-      rc=0
-      ((sruns++))
-      timeout "${COMET_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool memcheck --error-exitcode 1 \
-        "$build/bin/comet-run" "$bundle/steps/transformer.so" --device cuda --data synthetic \
-        --synthetic-size 16 --max-steps 1 --eval-samples -1 --quiet \
-        >"$results/sanitizer-memcheck-comet-run-transformer.log" 2>&1 || rc=$?
-      ((rc == 0)) || { ((sbad++)); echo "memcheck comet-run transformer: exit $rc"; }
+        timeout "${COMET_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool memcheck --error-exitcode 1 \
+          "$build/bin/comet-run" "$bundle/steps/transformer.so" --device cuda --data synthetic \
+          --synthetic-size 16 --max-steps 1 --eval-samples -1 --quiet \
+          >"$results/sanitizer-memcheck-comet-run-transformer.log" 2>&1 || rc=$?
+        ((rc == 0)) || { ((sbad++)); echo "memcheck comet-run transformer: exit $rc"; }
+      fi
+      if ((sbad)); then summary sanitizer FAIL "$sbad of $sruns runs"; status=1
+      else summary sanitizer ok "memcheck and racecheck, codec and kernels; memcheck, a transformer step"; fi
     fi
-    if ((sbad)); then summary sanitizer FAIL "$sbad of $sruns runs"; status=1
-    else summary sanitizer ok "memcheck and racecheck, codec and kernels; memcheck, a transformer step"; fi
   fi
 
   echo "results: $results"

@@ -10,6 +10,8 @@ bundle writes them, with peers.json, into the bundle's peers/ folder):
   comet-none           comet-run --device cuda on the step compiled with
                        --compress none
   comet-static         the same, --compress static
+  comet-*-tf32         the same two with COMET_RT_CUDA_CONV_TF32=1: cuDNN's
+                       TF32 convolutions, as PyTorch runs them by default
 
 each in its own process, on the same batch, input size and optimizer
 (AdamW with the artifact folder's hyper-parameters, recorded in
@@ -52,7 +54,11 @@ import sys
 import time
 
 MIB = 1 << 20
-RUNS = ["pytorch-eager", "pytorch-checkpoint", "comet-none", "comet-static"]
+RUNS = ["pytorch-eager", "pytorch-checkpoint", "comet-none", "comet-static",
+        "comet-none-tf32", "comet-static-tf32"]
+# COMET's runs with cuDNN's TF32 convolutions (COMET_RT_CUDA_CONV_TF32), as
+# PyTorch runs them by default: the same steps.
+TF32 = "-tf32"
 GOALS = {"static_below_checkpoint": 1.0, "overhead_vs_checkpoint": 0.5,
          "static_vs_none_time": 1.05}
 
@@ -112,7 +118,11 @@ def torch_worker(w, mode, steps, warmup, out):
 
 
 def comet_run(w, mode, a, out):
-    step = pathlib.Path(a.peers) / w["steps"][mode]
+    step = pathlib.Path(a.peers) / w["steps"][mode.removesuffix(TF32)]
+    env = dict(os.environ)
+    env.pop("COMET_RT_CUDA_CONV_TF32", None)
+    if mode.endswith(TF32):
+        env["COMET_RT_CUDA_CONV_TF32"] = "1"
     report = out.with_suffix(".report.json")
     shape = ([] if "seq_len" in w else
              ["--synthetic-shape", f"1x{w['image_size']}x{w['image_size']}"])
@@ -120,7 +130,8 @@ def comet_run(w, mode, a, out):
            *shape, "--synthetic-size", str(w["batch"] * (a.warmup + a.steps)),
            "--max-steps", str(a.warmup + a.steps), "--eval-samples", "-1",
            "--seed", "0", "--quiet", "--report", str(report)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                       timeout=a.timeout)
     if r.returncode != 0 or not report.exists():
         raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}\n"
                            f"{r.stderr[-3000:]}{r.stdout[-1000:]}")
@@ -151,31 +162,40 @@ def run_torch(w, mode, a, out):
 
 
 def judge(rows):
-    """The ratios and the goals of one workload's runs."""
+    """The ratios and the goals of one workload's runs: comet-static against
+    PyTorch and comet-none, and the same with TF32 convolutions."""
     e, c = rows.get("pytorch-eager"), rows.get("pytorch-checkpoint")
-    n, s = rows.get("comet-none"), rows.get("comet-static")
-    for r in rows.values():
-        if "error" in r:
+
+    def good(r):
+        return r is not None and "error" not in r
+
+    for name, r in rows.items():
+        if not good(r):
             continue
-        if e and "error" not in e:
+        if good(e):
             r["peak_x_eager"] = r["peak_bytes"] / e["peak_bytes"]
             r["time_x_eager"] = r["step_ms_median"] / e["step_ms_median"]
-        if c and "error" not in c:
+        if good(c):
             r["peak_x_checkpoint"] = r["peak_bytes"] / c["peak_bytes"]
-        if n and "error" not in n:
-            r["time_x_none"] = r["step_ms_median"] / n["step_ms_median"]
+        if name.startswith("comet-"):
+            n = rows.get("comet-none" + (TF32 if name.endswith(TF32) else ""))
+            if good(n):
+                r["time_x_none"] = r["step_ms_median"] / n["step_ms_median"]
     goals = {}
-    ok = [r for r in (e, c, n, s) if r and "error" not in r]
-    if len(ok) == 4:
-        goals["static peak below checkpointing's"] = (
+    for suffix in ("", TF32):
+        n, s = rows.get("comet-none" + suffix), rows.get("comet-static" + suffix)
+        if not all(good(r) for r in (e, c, n, s)):
+            continue
+        label = "static" + (" (TF32 conv)" if suffix else "")
+        goals[f"{label} peak below checkpointing's"] = (
             s["peak_bytes"] < c["peak_bytes"],
             f"{s['peak_bytes'] / c['peak_bytes']:.3f}x")
         over_s = s["step_ms_median"] - e["step_ms_median"]
         over_c = c["step_ms_median"] - e["step_ms_median"]
-        goals["static's time overhead < half checkpointing's"] = (
+        goals[f"{label}: time overhead < half checkpointing's"] = (
             over_s < GOALS["overhead_vs_checkpoint"] * over_c,
             f"{over_s:+.1f} ms against {over_c:+.1f} ms")
-        goals["static step <= 1.05x none"] = (
+        goals[f"{label} step <= 1.05x none"] = (
             s["step_ms_median"] <= GOALS["static_vs_none_time"]
             * n["step_ms_median"], f"{s['time_x_none']:.3f}x")
     return goals
@@ -241,6 +261,8 @@ def main(argv=None):
     for w in work:
         rows = {}
         for run in runs:
+            if run.endswith(TF32) and "image_size" not in w:
+                continue  # no convolutions
             side, mode = run.split("-", 1)
             path = scratch / f"{w['name']}-{run}.json"
             print(f"{w['name']}: {run} ...", flush=True)

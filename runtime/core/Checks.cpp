@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace comet::rt::checks {
 
@@ -331,16 +332,44 @@ int32_t windowPositionsInRange(Call &c, const Tensor &positions,
   int64_t oh = positions.dim(2), ow = positions.dim(3);
   int64_t planes = positions.dim(0) * positions.dim(1);
   const uint8_t *q = positions.hostAs<uint8_t>();
-  for (int64_t p = 0, o = 0; p < planes; ++p)
-    for (int64_t i = 0; i < oh; ++i)
-      for (int64_t j = 0; j < ow; ++j, ++o) {
-        int64_t a = q[o] / kW, b = q[o] % kW;
-        int64_t hh = i * sH - pT + a * dH, ww = j * sW - pL + b * dW;
-        if (a >= kH || hh < 0 || hh >= h || ww < 0 || ww >= w)
-          return c.fail("position ", int64_t(q[o]), " at ", o,
-                        " is not an element of its ", kH, "x", kW,
-                        " window inside ", desc(dx));
-      }
+  // Whether every position of a window row (column) lies inside dX: there
+  // a position is valid when it names a row of the window, a table lookup.
+  // A stem's positions are tens of MB a step.
+  std::vector<uint8_t> rowInside(oh), colInside(ow);
+  for (int64_t i = 0; i < oh; ++i)
+    rowInside[i] = i * sH - pT >= 0 && i * sH - pT + (kH - 1) * dH < h;
+  for (int64_t j = 0; j < ow; ++j)
+    colInside[j] = j * sW - pL >= 0 && j * sW - pL + (kW - 1) * dW < w;
+  auto valid = [&](int64_t i, int64_t j, uint8_t v) {
+    int64_t a = v / kW, b = v % kW;
+    if (a >= kH)
+      return false;
+    if (rowInside[i] && colInside[j])
+      return true;
+    int64_t hh = i * sH - pT + a * dH, ww = j * sW - pL + b * dW;
+    return hh >= 0 && hh < h && ww >= 0 && ww < w;
+  };
+  // The first bad position of each plane, in parallel; the lowest is named.
+  int64_t firstBad = -1;
+#pragma omp parallel for schedule(static) if (planes * oh * ow > (1 << 20))
+  for (int64_t p = 0; p < planes; ++p) {
+    int64_t o = p * oh * ow, bad = -1;
+    for (int64_t i = 0; i < oh && bad < 0; ++i)
+      for (int64_t j = 0; j < ow; ++j, ++o)
+        if (!valid(i, j, q[o])) {
+          bad = o;
+          break;
+        }
+    if (bad >= 0) {
+#pragma omp critical(cometWindowPositions)
+      if (firstBad < 0 || bad < firstBad)
+        firstBad = bad;
+    }
+  }
+  if (firstBad >= 0)
+    return c.fail("position ", int64_t(q[firstBad]), " at ", firstBad,
+                  " is not an element of its ", kH, "x", kW, " window inside ",
+                  desc(dx));
   return COMET_RT_SUCCESS;
 }
 

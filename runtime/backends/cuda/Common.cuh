@@ -34,6 +34,10 @@ struct State {
   cudaMemPool_t pool = nullptr;
   cublasHandle_t blas = nullptr;
   cudnnHandle_t dnn = nullptr;
+  /// COMET_RT_CUDA_CONV_TF32 set at attach: convolutions may take cuDNN's
+  /// TF32 tensor-core algorithms (PyTorch's default for cuDNN), not only
+  /// FP32 FMA ones; results then differ from the CPU's beyond 1e-4.
+  bool convTf32 = false;
   /// Convolution algorithms by problem (conv key + direction).
   std::mutex algoMu;
   std::unordered_map<std::string, int> algos;

@@ -61,7 +61,7 @@ Geometry geometryOf(const Tensor &x, int64_t pT, int64_t pL, int64_t pB,
 /// Describes X [N,C,H,W] * W [M,C/g,kH,kW] -> Y [N,M,oH,oW].
 int32_t convDescs(const char *op, const Geometry &g, const Tensor &w,
                   const Tensor &y, int64_t sH, int64_t sW, int64_t dH,
-                  int64_t dW, int64_t group, ConvDescs &d) {
+                  int64_t dW, int64_t group, bool tf32, ConvDescs &d) {
   auto i = [](int64_t v) { return static_cast<int>(v); };
   DNN_TRY(op, cudnnCreateTensorDescriptor(&d.x));
   DNN_TRY(op, cudnnCreateTensorDescriptor(&d.y));
@@ -84,9 +84,10 @@ int32_t convDescs(const char *op, const Geometry &g, const Tensor &w,
                   d.conv, i(g.padH), i(g.padW), i(sH), i(sW), i(dH), i(dW),
                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   DNN_TRY(op, cudnnSetConvolutionGroupCount(d.conv, i(group)));
-  // FP32 FMA kernels only: CUDNN_DEFAULT_MATH still lets cuDNN pick TF32
-  // tensor-core kernels on sm_80 and later.
-  DNN_TRY(op, cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH));
+  // FP32 FMA kernels only, unless TF32 is allowed: CUDNN_DEFAULT_MATH lets
+  // cuDNN pick TF32 tensor-core kernels on sm_80 and later.
+  DNN_TRY(op, cudnnSetConvolutionMathType(d.conv, tf32 ? CUDNN_DEFAULT_MATH
+                                                       : CUDNN_FMA_MATH));
   d.key =
       concat("[", g.n, "x", g.c, "x", g.h, "x", g.w, "]", shapeStr(w.dims), sH,
              ",", sW, ",", g.padH, ",", g.padW, ",", dH, ",", dW, ",", group);
@@ -94,10 +95,10 @@ int32_t convDescs(const char *op, const Geometry &g, const Tensor &w,
 }
 
 /// The first algorithm cuDNN's heuristics rank that runs in FP32 FMA math
-/// and whose workspace fits the context's workspace limit (the limit the
-/// CPU's convolutions keep: the step's peak includes every workspace);
-/// when none fits, the FMA one that needs the least. Cached per problem
-/// and limit.
+/// (or TF32, where the context allows it) and whose workspace fits the
+/// context's workspace limit (the limit the CPU's convolutions keep: the step's
+/// peak includes every workspace); when none fits, the FMA one that needs the
+/// least. Cached per problem and limit.
 template <typename Perf, typename GetFn>
 int32_t chooseAlgo(comet_rt_context *ctx, State &s, const char *op,
                    const std::string &problem, GetFn get, int &algo) {
@@ -117,7 +118,7 @@ int32_t chooseAlgo(comet_rt_context *ctx, State &s, const char *op,
   int chosen = -1, smallest = -1;
   for (int k = 0; k < n && chosen < 0; ++k) {
     if (perf[k].status != CUDNN_STATUS_SUCCESS ||
-        perf[k].mathType == CUDNN_TENSOR_OP_MATH ||
+        (perf[k].mathType == CUDNN_TENSOR_OP_MATH && !s.convTf32) ||
         perf[k].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
       continue;
     if (limit <= 0 || perf[k].memory <= static_cast<size_t>(limit))
@@ -175,7 +176,7 @@ int32_t run(comet_rt_context *ctx, const conv2d_args &a) {
       geometryOf(a.x, a.pad_top, a.pad_left, a.pad_bottom, a.pad_right);
   ConvDescs d;
   COMET_RT_TRY(convDescs(op, g, a.w, a.y, a.stride_h, a.stride_w, a.dilation_h,
-                         a.dilation_w, a.group, d));
+                         a.dilation_w, a.group, state(ctx).convTf32, d));
   State &s = state(ctx);
   Workspace padded(ctx,
                    g.explicitPad ? sizeof(float) * g.n * g.c * g.h * g.w : 0);
@@ -218,7 +219,7 @@ int32_t run(comet_rt_context *ctx, const conv_grad2d_args &a) {
       geometryOf(a.x, a.pad_top, a.pad_left, a.pad_bottom, a.pad_right);
   ConvDescs d;
   COMET_RT_TRY(convDescs(op, g, a.w, a.dy, a.stride_h, a.stride_w, a.dilation_h,
-                         a.dilation_w, a.group, d));
+                         a.dilation_w, a.group, state(ctx).convTf32, d));
   State &s = state(ctx);
   const float one = 1.0f, zero = 0.0f;
   size_t paddedBytes = sizeof(float) * g.n * g.c * g.h * g.w;

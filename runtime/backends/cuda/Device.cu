@@ -17,12 +17,15 @@
 //
 // Numerics: cuBLAS in CUBLAS_DEFAULT_MATH (no TF32 for SGEMM), cuDNN
 // convolutions in CUDNN_FMA_MATH (no TF32, no tensor-op conversion), the
-// files compiled with -fmad=false.
+// files compiled with -fmad=false. COMET_RT_CUDA_CONV_TF32=1 at attach lets
+// the convolutions use TF32 tensor cores, as PyTorch does by default.
 //
 //===----------------------------------------------------------------------===//
 #include "Common.cuh"
 #include "comet/runtime/device.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 
 namespace comet::rt::cuda {
@@ -109,6 +112,8 @@ int32_t attach(comet_rt_context *ctx) {
   if (e != cudaSuccess)
     return cudaFail("cudaGetDeviceCount", e);
   auto *s = new State();
+  const char *tf32 = std::getenv("COMET_RT_CUDA_CONV_TF32");
+  s->convTf32 = tf32 && *tf32 && std::strcmp(tf32, "0") != 0;
   auto bail = [&](int32_t rc) {
     destroyState(s);
     return rc;
