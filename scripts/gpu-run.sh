@@ -262,7 +262,7 @@ run_all() {
       export CUBLAS_ROOT=$wheels/cublas
       export LD_LIBRARY_PATH=$wheels/cublas/lib:$LD_LIBRARY_PATH
     fi
-    echo "cuDNN: ${CUDNN_ROOT:-the toolkit's}; cuBLAS: ${CUBLAS_ROOT:-the toolkit's}" \
+    echo "cuDNN: ${CUDNN_ROOT:-toolkit}; cuBLAS: ${CUBLAS_ROOT:-toolkit}" \
       >>"$results/machine.txt"
   fi
 
