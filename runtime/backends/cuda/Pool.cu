@@ -62,23 +62,33 @@ __global__ void maxpoolK(const float *x, float *y, int64_t *ind, uint8_t *pos,
 
 /// dX[Indices[o]] += dY[o] for the outputs o of one plane each, in order,
 /// where the index lies in the plane's own part of dX (every index lies in
-/// dX: checked); the others are left to maxpoolGradStrayK. One thread per
-/// plane: the CPU's order of additions, without atomics.
+/// dX: checked); the others are counted in *strays and left to
+/// maxpoolGradStrayK. One thread per plane: the CPU's order of additions,
+/// without atomics on dX.
 __global__ void maxpoolGradK(const float *dy, const int64_t *ind, float *dx,
-                             int64_t planes, int64_t inPlane,
-                             int64_t outPlane) {
+                             int64_t planes, int64_t inPlane, int64_t outPlane,
+                             unsigned *strays) {
   GRID_STRIDE(p, planes) {
-    for (int64_t o = p * outPlane; o < (p + 1) * outPlane; ++o)
+    unsigned mine = 0;
+    for (int64_t o = p * outPlane; o < (p + 1) * outPlane; ++o) {
       if (ind[o] / inPlane == p)
         dx[ind[o]] += dy[o];
+      else
+        ++mine;
+    }
+    if (mine)
+      atomicAdd(strays, mine);
   }
 }
 
 /// The indices outside their own plane, serially in output order (one
-/// thread: ORT's Indices never leave their plane, so this finds none).
+/// thread, and only when there are any: ORT's Indices never leave their
+/// plane).
 __global__ void maxpoolGradStrayK(const float *dy, const int64_t *ind,
                                   float *dx, int64_t n, int64_t inPlane,
-                                  int64_t outPlane) {
+                                  int64_t outPlane, const unsigned *strays) {
+  if (*strays == 0)
+    return;
   for (int64_t o = 0; o < n; ++o)
     if (ind[o] / inPlane != o / outPlane)
       dx[ind[o]] += dy[o];
@@ -232,11 +242,17 @@ int32_t run(comet_rt_context *ctx, const maxpool_grad_args &a) {
     planes = a.dx.dim(0) * a.dx.dim(1);
   int64_t inPlane = std::max<int64_t>(a.dx.numel() / planes, 1),
           outPlane = a.dy.numel() / planes;
+  Workspace strays(ctx, sizeof(unsigned));
+  if (!strays.ok())
+    return oom(op);
+  COMET_RT_TRY(zeroAsync(ctx, op, strays.get(), sizeof(unsigned)));
   maxpoolGradK<<<gridFor(planes), kThreads, 0, streamOf(ctx)>>>(
-      a.dy.f(), a.indices.i64(), a.dx.f(), planes, inPlane, outPlane);
+      a.dy.f(), a.indices.i64(), a.dx.f(), planes, inPlane, outPlane,
+      strays.as<unsigned>());
   LAUNCHED(op);
   maxpoolGradStrayK<<<1, 1, 0, streamOf(ctx)>>>(
-      a.dy.f(), a.indices.i64(), a.dx.f(), a.dy.numel(), inPlane, outPlane);
+      a.dy.f(), a.indices.i64(), a.dx.f(), a.dy.numel(), inPlane, outPlane,
+      strays.as<unsigned>());
   LAUNCHED(op);
   return ok();
 }
