@@ -107,9 +107,16 @@ def plot(per, out, parity=PARITY):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from matplotlib.ticker import ScalarFormatter
+
     n = len(per)
-    fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 4.2), squeeze=False)
-    for ax, (m, f) in zip(axes[0], per.items()):
+    cols = min(n, 2)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.0 * cols, 4.4 * rows),
+                             squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax, (m, f) in zip(axes.flat, per.items()):
         ax.axhspan(parity, max(1.0, max((p["ci"][1] for p in f["points"]
                                          if p["ci"]), default=1.0)),
                    color="0.93", zorder=0)
@@ -126,11 +133,17 @@ def plot(per, out, parity=PARITY):
                         textcoords="offset points", xytext=(4, 4),
                         fontsize=7)
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(ScalarFormatter())
+        ax.tick_params(axis="x", which="minor", labelsize=7)
         ax.set_xlabel("activation compression ratio (mean over seeds)")
         ax.set_ylabel("paired test accuracy change (pp, 95% CI)")
         first = f["points"][0] if f["points"] else {}
-        ax.set_title(f"{m} ({first.get('optimizer') or 'folder'} "
-                     f"lr {first.get('lr')}, {first.get('epochs')} ep)",
+        opt = first.get("optimizer")
+        opt = "the folder's optimizer" if opt in (None, "folder") else opt
+        lr = first.get("lr")
+        ax.set_title(f"{m}: {opt}, lr {lr if lr is not None else 'default'}, "
+                     f"{first.get('epochs')} epoch(s), {first.get('n')} seeds",
                      fontsize=9)
     fig.suptitle(f"blue: at parity (mean >= {parity} pp, interval includes "
                  "0); red: not", fontsize=9)
