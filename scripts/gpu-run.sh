@@ -218,6 +218,16 @@ PY
 # ---- the GPU machine ----------------------------------------------------------
 
 results=""
+# The bench-peers steps, unpacked once (bench-peers and profile run them);
+# fails when the bundle has none.
+unpack_peers() {
+  [[ -f $bundle/peers/peers.json ]] || return 1
+  local x
+  for x in "$bundle"/peers/*.so.xz; do
+    [[ -f $x ]] && xz -d -f "$x"
+  done
+  return 0
+}
 # COMET_GPU_LEGS: the legs to run after the build (default: all, in order).
 legs=${COMET_GPU_LEGS:-gpu-tests,matches,codec-bench,bench-peers,profile,sanitizer}
 want() { [[ ",$legs," == *",$1,"* ]]; }
@@ -369,49 +379,45 @@ run_all() {
     # 4. The memory benchmark against PyTorch on the GPU.
     if ! ((gpu)); then
       summary bench-peers skipped "no CUDA device"
-    elif [[ ! -f $bundle/peers/peers.json ]]; then
+    elif ! unpack_peers; then
       summary bench-peers FAIL "no peers/ in the bundle (COMET_GPU_PEERS=0)"
       status=1
+    elif PYTHONPATH=$root/python python3 -m comet.bench_peers_cuda \
+        --peers "$bundle/peers" --comet-run "$build/bin/comet-run" \
+        --steps "${COMET_GPU_PEERS_STEPS:-3}" \
+        --json "$results/bench_peers_cuda.json" >"$results/bench_peers_cuda.txt" 2>&1; then
+      summary bench-peers ok "bench_peers_cuda.txt"
     else
-      local xzs
-      for xzs in "$bundle"/peers/*.so.xz; do
-        [[ -f $xzs ]] && xz -d -f "$xzs"
-      done
-      if PYTHONPATH=$root/python python3 -m comet.bench_peers_cuda \
-          --peers "$bundle/peers" --comet-run "$build/bin/comet-run" \
-          --steps "${COMET_GPU_PEERS_STEPS:-3}" \
-          --json "$results/bench_peers_cuda.json" >"$results/bench_peers_cuda.txt" 2>&1; then
-        summary bench-peers ok "bench_peers_cuda.txt"
-      else
-        summary bench-peers FAIL "bench_peers_cuda.txt"
-        status=1
-      fi
+      summary bench-peers FAIL "bench_peers_cuda.txt"
+      status=1
     fi
   fi
 
   if want profile; then
-    # 5. Where a step's time goes: comet-run --device cuda under
-    # COMET_RT_PROFILE (every runtime call waited for and timed by entry; a
-    # device fault names the entry that caused it) on the bench-peers steps
-    # and the transformer's.
+    # 5. Where a step's time goes: COMET_RT_PROFILE (every runtime call
+    # waited for and timed by entry; a device fault names the entry that
+    # caused it) on the bench-peers steps, run as that leg runs them (two
+    # steps, so the first step's one-time costs show), and on the
+    # transformer's step with its bundled flags.
     if ! ((gpu)); then
       summary profile skipped "no CUDA device"
     else
-      local pbad=0 pstep pname
-      for pstep in "$bundle"/peers/*.so "$bundle/steps/transformer.so"; do
-        [[ -f $pstep ]] || continue
-        pname=$(basename "$pstep" .so)
-        local pflags="--data synthetic --seed 0 --max-steps 2 --eval-samples -1 --quiet"
-        [[ $pname == resnet18-* ]] && pflags+=" --synthetic-shape 1x224x224 --synthetic-size 512"
-        [[ $pname == gpt-* ]] && pflags+=" --synthetic-size 64"
-        [[ $pname == transformer ]] && pflags+=" --synthetic-size 16"
-        rm -f "$results/profile-$pname.txt"
-        # shellcheck disable=SC2086
-        COMET_RT_PROFILE="$results/profile-$pname.txt" timeout 120 \
-          "$build/bin/comet-run" "$pstep" --device cuda $pflags \
-          >"$results/profile-$pname.log" 2>&1 || { ((pbad++)); echo "profile $pname: failed"; }
-      done
-      if ((pbad)); then summary profile FAIL "$pbad runs failed (profile-*.log)"; status=1
+      local pbad=0
+      if ! unpack_peers || ! PYTHONPATH=$root/python python3 -m comet.bench_peers_cuda \
+          --peers "$bundle/peers" --comet-run "$build/bin/comet-run" \
+          --runs comet-none,comet-static --warmup 1 --steps 1 \
+          --profile-dir "$results" --json "$results/profile-runs.json" \
+          >"$results/profile-runs.txt" 2>&1; then
+        ((pbad++))
+        echo "profile: the bench steps failed (profile-runs.txt)"
+      fi
+      rm -f "$results/profile-transformer.txt"
+      # shellcheck disable=SC2046
+      COMET_RT_PROFILE="$results/profile-transformer.txt" timeout 120 \
+        "$build/bin/comet-run" "$bundle/steps/transformer.so" --device cuda \
+        $(cat "$bundle/steps/transformer.args") >"$results/profile-transformer.log" 2>&1 ||
+        { ((pbad++)); echo "profile: the transformer's step failed"; }
+      if ((pbad)); then summary profile FAIL "$pbad of 2 failed (profile-runs.txt, profile-transformer.log)"; status=1
       else summary profile ok "profile-*.txt"; fi
     fi
   fi

@@ -123,6 +123,11 @@ def comet_run(w, mode, a, out):
     env.pop("COMET_RT_CUDA_CONV_TF32", None)
     if mode.endswith(TF32):
         env["COMET_RT_CUDA_CONV_TF32"] = "1"
+    env.pop("COMET_RT_PROFILE", None)
+    if a.profile_dir:
+        prof = pathlib.Path(a.profile_dir) / f"profile-{w['name']}-{mode}.txt"
+        prof.unlink(missing_ok=True)  # the runtime appends
+        env["COMET_RT_PROFILE"] = str(prof)
     report = out.with_suffix(".report.json")
     shape = ([] if "seq_len" in w else
              ["--synthetic-shape", f"1x{w['image_size']}x{w['image_size']}"])
@@ -236,6 +241,11 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--json", required=True)
+    p.add_argument("--profile-dir", metavar="DIR",
+                   help="run COMET's steps under COMET_RT_PROFILE, each "
+                   "table in DIR/profile-WORKLOAD-RUN.txt (every call "
+                   "waits for the device: the step times are then the "
+                   "profile's, not a benchmark's)")
     p.add_argument("--worker", choices=["eager", "checkpoint"],
                    help=argparse.SUPPRESS)
     p.add_argument("--workload", help=argparse.SUPPRESS)

@@ -71,7 +71,8 @@ import json, os, sys
 args = sys.argv[1:]
 with open({log!r}, "a") as f:
     f.write(json.dumps({{"args": args,
-                        "tf32": os.environ.get("COMET_RT_CUDA_CONV_TF32")}}) + "\\n")
+                        "tf32": os.environ.get("COMET_RT_CUDA_CONV_TF32"),
+                        "profile": os.environ.get("COMET_RT_PROFILE")}}) + "\\n")
 if "fail" in args[0]:
     sys.stderr.write("comet-run: error: no CUDA device\\n")
     sys.exit(1)
@@ -83,21 +84,28 @@ json.dump({{"peak_bytes": 100 * 2**20, "predicted_peak_bytes": 99 * 2**20,
 """
 
 
-def test_drives_comet_run_and_records_failures(tmp_path):
+OPT = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-6,
+       "weight_decay": 0.0}
+
+
+def fake_comet_run(tmp_path):
     log = tmp_path / "calls.jsonl"
     fake = tmp_path / "comet-run"
     fake.write_text(FAKE.format(python=sys.executable, log=str(log)))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    return fake, log
+
+
+def test_drives_comet_run_and_records_failures(tmp_path):
+    fake, log = fake_comet_run(tmp_path)
     peers = tmp_path / "peers"
     peers.mkdir()
-    opt = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-6,
-           "weight_decay": 0.0}
     work = [{"name": "img", "model": "resnet18", "batch": 4, "image_size": 32,
-             "optimizer": opt,
+             "optimizer": OPT,
              "steps": {"comet-none": "img-none.so",
                        "comet-static": "img-fail.so"}},
             {"name": "tok", "model": "gpt", "batch": 2, "seq_len": 16,
-             "model_args": "seq_len=16", "optimizer": opt,
+             "model_args": "seq_len=16", "optimizer": OPT,
              "steps": {"comet-none": "tok-none.so",
                        "comet-static": "tok-static.so"}}]
     (peers / "peers.json").write_text(json.dumps(work))
@@ -122,3 +130,32 @@ def test_drives_comet_run_and_records_failures(tmp_path):
     tok = res["tok"]["runs"]
     assert tok["comet-static"]["peak_bytes"] == 100 * 2**20
     assert tok["comet-static"]["time_x_none"] == 1.0
+
+
+def test_profile_dir_names_each_runs_table(tmp_path, monkeypatch):
+    fake, log = fake_comet_run(tmp_path)
+    peers = tmp_path / "peers"
+    peers.mkdir()
+    (peers / "peers.json").write_text(json.dumps([
+        {"name": "img", "model": "resnet18", "batch": 2, "image_size": 8,
+         "optimizer": OPT, "steps": {"comet-none": "n.so",
+                                     "comet-static": "s.so"}}]))
+    # A profile asked for in the environment is not inherited by the runs.
+    monkeypatch.setenv("COMET_RT_PROFILE", "-")
+    prof = tmp_path / "prof"
+    prof.mkdir()
+    (prof / "profile-img-comet-none.txt").write_text("an old table")
+    assert b.main(["--peers", str(peers), "--comet-run", str(fake),
+                   "--runs", "comet-none,comet-static",
+                   "--json", str(tmp_path / "r.json")]) == 0
+    assert [json.loads(x)["profile"] for x in log.read_text().splitlines()] \
+        == [None, None]
+    log.unlink()
+    assert b.main(["--peers", str(peers), "--comet-run", str(fake),
+                   "--runs", "comet-none,comet-static", "--profile-dir",
+                   str(prof), "--json", str(tmp_path / "r.json")]) == 0
+    got = [json.loads(x)["profile"] for x in log.read_text().splitlines()]
+    assert got == [str(prof / "profile-img-comet-none.txt"),
+                   str(prof / "profile-img-comet-static.txt")]
+    # The runtime appends: an old table is removed first.
+    assert not (prof / "profile-img-comet-none.txt").exists()
