@@ -185,18 +185,23 @@ static cl::opt<std::string>
                cl::desc("Raw i64 labels for --dump-grads (as many per sample "
                         "as the model's labels input holds)"),
                cl::init(""), cl::cat(cat));
-// Bound tuner (--compress adaptive), docs/tuning.md.
+// Bound tuner (--compress adaptive), docs/tuning.md. The defaults are the
+// tuner's own.
+static const comet::tuner::TunerOptions tunerDefaults;
 static cl::opt<comet::tuner::Rule> boundRule(
-    "bound-rule", cl::desc("Bound rule (adaptive)"),
+    "bound-rule",
+    cl::desc("Bound rule (adaptive; default noise, the frontier's choice: "
+             "docs/benchmarks.md)"),
     cl::values(clEnumValN(comet::tuner::Rule::Comet, "comet", "COMET"),
                clEnumValN(comet::tuner::Rule::Acgc, "acgc", "AC-GC"),
                clEnumValN(comet::tuner::Rule::Noise, "noise",
                           "COMET's error model aimed at a fraction of the "
                           "gradient's minibatch noise")),
-    cl::init(comet::tuner::Rule::Comet), cl::cat(cat));
+    cl::init(tunerDefaults.rule), cl::cat(cat));
 static cl::opt<double> boundK("bound-k",
                               cl::desc("COMET: sigma = k * mean|momentum|"),
-                              cl::init(0.01), cl::cat(cat));
+                              cl::init(tunerDefaults.sigmaFactor),
+                              cl::cat(cat));
 static cl::opt<comet::tuner::GradMagnitude> gradMagnitude(
     "grad-magnitude",
     cl::desc("COMET: the dY statistic in sigma = a*eb*G*sqrt(N*R): masked "
@@ -208,35 +213,36 @@ static cl::opt<comet::tuner::GradMagnitude> gradMagnitude(
         clEnumValN(comet::tuner::GradMagnitude::Masked, "masked", "masked"),
         clEnumValN(comet::tuner::GradMagnitude::Rms, "rms", "rms"),
         clEnumValN(comet::tuner::GradMagnitude::MeanAbs, "lbar", "lbar")),
-    cl::init(comet::tuner::GradMagnitude::Masked), cl::cat(cat));
+    cl::init(tunerDefaults.gradMagnitude), cl::cat(cat));
 static cl::opt<double> acgcE("acgc-e", cl::desc("AC-GC: error energy e"),
-                             cl::init(0.01), cl::cat(cat));
+                             cl::init(tunerDefaults.acgcEnergy), cl::cat(cat));
 static cl::opt<double> noiseFraction(
     "noise-fraction",
     cl::desc("noise: sigma = F * the std of the gradient's minibatch noise "
              "(the error adds F^2 to the noise's variance)"),
-    cl::value_desc("F"), cl::init(0.1), cl::cat(cat));
+    cl::value_desc("F"), cl::init(tunerDefaults.noiseFraction), cl::cat(cat));
 static cl::opt<int64_t> retuneInterval(
     "retune-interval",
     cl::desc("Re-tune every N steps (default: comet 1000, acgc and noise "
              "100)"),
-    cl::init(-1), cl::cat(cat));
+    cl::init(tunerDefaults.retuneInterval), cl::cat(cat));
 static cl::opt<int64_t> statsInterval(
     "stats-interval",
     cl::desc("Collect statistics every N steps (default: retune-interval / "
              "stats-window)"),
-    cl::init(-1), cl::cat(cat));
+    cl::init(tunerDefaults.statsInterval), cl::cat(cat));
 static cl::opt<int64_t> statsWindow("stats-window",
                                     cl::desc("Observations averaged"),
-                                    cl::init(10), cl::cat(cat));
+                                    cl::init(tunerDefaults.window),
+                                    cl::cat(cat));
 static cl::opt<double> ebMin("eb-min", cl::desc("Smallest tuned bound"),
-                             cl::init(1e-7), cl::cat(cat));
+                             cl::init(tunerDefaults.minEb), cl::cat(cat));
 static cl::opt<double> ebMax("eb-max", cl::desc("Largest tuned bound"),
-                             cl::init(1e-1), cl::cat(cat));
+                             cl::init(tunerDefaults.maxEb), cl::cat(cat));
 static cl::opt<double>
     ebRelRange("eb-relative-range",
                cl::desc("Also clamp to [static/F, static*F] (0: off)"),
-               cl::init(0), cl::cat(cat));
+               cl::init(tunerDefaults.relativeRange), cl::cat(cat));
 static cl::opt<std::string> profileOut(
     "profile-out",
     cl::desc("Write the measured statistics as a compress-activations "

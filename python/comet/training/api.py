@@ -316,7 +316,8 @@ class Module:
         bound_rule ("comet" | "acgc" | "noise"), bound_k, grad_magnitude,
         acgc_e, noise_fraction, retune_interval, stats_interval,
         stats_window, eb_min, eb_max, eb_relative_range: the bound tuner of
-        compress="adaptive" (comet-train's flags of the same names)
+        compress="adaptive" (comet-train's flags of the same names; None
+        keeps the tuner's default, as the flag left out does)
         seed: the seed of the Dropout masks
         opt_level: LLVM's code generation level (0-3)
 
@@ -333,11 +334,12 @@ class Module:
                  session_options=None, *, compress: str = "static",
                  compress_options: str = "", compress_only=None, compress_except=None,
                  memory_budget=None, assumed_sz_ratio: float = 3.0,
-                 bound_rule: str = "comet", bound_k: float = 0.01,
-                 grad_magnitude: str = "masked", acgc_e: float = 0.01,
-                 noise_fraction: float = 0.1, retune_interval: int = -1, stats_interval: int = -1,
-                 stats_window: int = 10, eb_min: float = 1e-7, eb_max: float = 1e-1,
-                 eb_relative_range: float = 0.0, recompute: bool = True,
+                 bound_rule: str | None = None, bound_k: float | None = None,
+                 grad_magnitude: str | None = None, acgc_e: float | None = None,
+                 noise_fraction: float | None = None, retune_interval: int | None = None,
+                 stats_interval: int | None = None, stats_window: int | None = None,
+                 eb_min: float | None = None, eb_max: float | None = None,
+                 eb_relative_range: float | None = None, recompute: bool = True,
                  entropy_by_peak: bool = True, seed: int = 0, opt_level: int = 2):
         if not isinstance(state, CheckpointState):
             raise TypeError(f"state must be a CheckpointState, not {type(state).__name__}")
@@ -389,15 +391,19 @@ class Module:
             if self._device == "cuda":
                 raise ValueError("compress='adaptive' runs its bound tuner on the "
                                  "host: use compress='static' or 'none' on cuda")
+            # An argument left at None keeps the tuner's own default.
             t = _C.TunerOptions()
-            t.rule = bound_rule
-            t.grad_magnitude = grad_magnitude
-            t.bound_k, t.acgc_e = float(bound_k), float(acgc_e)
-            t.noise_fraction = float(noise_fraction)
-            t.retune_interval, t.stats_interval = int(retune_interval), int(stats_interval)
-            t.stats_window = int(stats_window)
-            t.eb_min, t.eb_max = float(eb_min), float(eb_max)
-            t.eb_relative_range = float(eb_relative_range)
+            for name, value, kind in (
+                    ("rule", bound_rule, str), ("grad_magnitude", grad_magnitude, str),
+                    ("bound_k", bound_k, float), ("acgc_e", acgc_e, float),
+                    ("noise_fraction", noise_fraction, float),
+                    ("retune_interval", retune_interval, int),
+                    ("stats_interval", stats_interval, int),
+                    ("stats_window", stats_window, int), ("eb_min", eb_min, float),
+                    ("eb_max", eb_max, float),
+                    ("eb_relative_range", eb_relative_range, float)):
+                if value is not None:
+                    setattr(t, name, kind(value))
             why = t.validate()
             if why:
                 # The tuner names its command-line flags: name the arguments.
