@@ -79,3 +79,23 @@ def test_refusals(capsys):
     assert "no training_model.onnx" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.main(["--targets", "0"])
+
+
+@needs_lib
+def test_trained_weights_come_from_comet_train(tmp_path):
+    """--trained-steps: comet-train's checkpoint after N steps is what ORT
+    runs, so the normalization inputs differ from the initial weights'."""
+    import os
+    from comet_tools import tool
+    if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+        pytest.skip("dataset-fashion-mnist is not installed")
+    result = bench.run(["cnn"], [0.1], LIB, batch=16, trained_steps=3,
+                       comet_train=tool("comet-train"))
+    by = {}
+    for r in result["rows"]:
+        by.setdefault(r["weights"], {})[r["value"]] = r
+    assert set(by) == {"initial", "3 steps"}
+    assert by["initial"].keys() == by["3 steps"].keys()
+    assert any(by["initial"][v]["bytes_uniform"] != by["3 steps"][v]["bytes_uniform"]
+               for v in by["initial"])
+    assert {t["weights"] for t in result["totals"]} == {"initial", "3 steps"}
