@@ -189,9 +189,7 @@ static cl::opt<std::string>
 // tuner's own.
 static const comet::tuner::TunerOptions tunerDefaults;
 static cl::opt<comet::tuner::Rule> boundRule(
-    "bound-rule",
-    cl::desc("Bound rule (adaptive; default noise, the frontier's choice: "
-             "docs/benchmarks.md)"),
+    "bound-rule", cl::desc("Bound rule (adaptive; default comet)"),
     cl::values(clEnumValN(comet::tuner::Rule::Comet, "comet", "COMET"),
                clEnumValN(comet::tuner::Rule::Acgc, "acgc", "AC-GC"),
                clEnumValN(comet::tuner::Rule::Noise, "noise",
