@@ -89,7 +89,7 @@ def measure(lib: CodecLib, x: np.ndarray, inv: np.ndarray, t: float) -> dict:
     # Float rounding of the multiply and divide: a few ulps of xhat.
     slack = 4 * np.finfo(np.float32).eps * float(np.max(np.abs(xn))) + 1e-12
     if err_u > t * (1 + 1e-5) + slack or err_n > t * (1 + 1e-5) + slack:
-        raise AssertionError(f"xhat error over the target {t}: one bound "
+        raise RuntimeError(f"xhat error over the target {t}: one bound "
                              f"{err_u:.3g}, normalized {err_n:.3g}")
     return {"target": t, "eb_uniform": eb, "bytes_in": x.nbytes,
             "bytes_uniform": int(s_uniform.size), "bytes_normalized":
