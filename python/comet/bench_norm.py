@@ -15,7 +15,8 @@ ONNX Runtime on Fashion-MNIST test images, at each target t:
         [--trained-steps 200] [--json OUT]
 
 --trained-steps N also measures with the weights after N steps of
-comet-train (--compress none, the folder's optimizer), where the channels
+comet-train with its defaults (static compression, the folder's optimizer),
+where the channels
 have drifted apart from the initial weights'. Both forms are decoded again
 and their largest xhat error checked against t. Prints a table per tensor
 and per model, then one JSON line.
@@ -27,13 +28,13 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .ablation import fixture, train
 from .bench_codec import LOSS_OPS, CodecLib, find_library
 
 # Normalizations and the axes their statistic is taken over: None for a
@@ -102,31 +103,26 @@ def measure(lib: CodecLib, x: np.ndarray, inv: np.ndarray, t: float) -> dict:
 def train_weights(comet_train: str, model: Path, steps: int, out: Path,
                   threads: int) -> Path:
     """A copy of the model folder whose checkpoint holds the weights after
-    `steps` steps of comet-train (uncompressed, the folder's optimizer)."""
+    `steps` steps of comet-train with its defaults (static compression, the
+    folder's optimizer)."""
     out.mkdir(parents=True, exist_ok=True)
     for f in model.iterdir():
         if f.name != "checkpoint":
             (out / f.name).symlink_to(f.resolve())
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    p = subprocess.run(
-        [comet_train, str(model), "--data", "fashion-mnist", "--batch", "64",
-         "--max-steps", str(steps), "--eval-samples", "100", "--quiet",
-         "--save-checkpoint", str(out / "checkpoint")],
-        capture_output=True, text=True, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"comet-train {model} failed:\n{p.stderr}")
+    train(comet_train, str(model), str(out / "report.json"), [], epochs=1,
+          batch=64, seed=0, eval_samples=100, max_steps=steps,
+          extra=["--save-checkpoint", str(out / "checkpoint")],
+          threads=threads, optimizer=None)
     return out
 
 
 def model_dir(name: str) -> Path:
-    from .activations import MODELS_DIR
-    p = Path(name)
-    if (p / "training_model.onnx").exists():
-        return p
-    if (MODELS_DIR / name / "training_model.onnx").exists():
-        return MODELS_DIR / name
-    raise FileNotFoundError(f"{name}: no training_model.onnx there nor in "
-                            f"{MODELS_DIR / name}")
+    """A fixture's artifact folder by name, or the folder `name` names."""
+    p = Path(fixture(name))
+    d = p.parent if p.name == "training_model.onnx" else p
+    if not (d / "training_model.onnx").exists():
+        raise FileNotFoundError(f"{name}: no training_model.onnx in {d}")
+    return d
 
 
 def run(models, targets, lib, batch=64, trained_steps=0, comet_train=None,

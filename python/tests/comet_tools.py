@@ -25,6 +25,16 @@ def tool(name: str) -> str:
     pytest.skip(f"{name} not built (set {env} or COMET_BUILD_DIR)")
 
 
+def codec_lib():
+    """The ctypes binding of the built libCometCodec.so (comet.bench_codec),
+    or None where it is not built."""
+    bench = pytest.importorskip("comet.bench_codec")
+    try:
+        return bench.CodecLib()
+    except (FileNotFoundError, OSError):  # the library is not built here
+        return None
+
+
 def dump_one_step(model_dir, tmp_path, tag, batch, compress, extra=()):
     """One comet-train step of `model_dir`'s training graph on the batch in
     tmp_path/in.bin and labels.bin (--dump-grads): the folder of loss.bin

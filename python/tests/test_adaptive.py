@@ -109,6 +109,30 @@ RESNET = os.path.join(ROOT, "test", "fixtures", "models", "resnet",
                       "training_model.onnx")
 
 
+def resnet_error_model(tmp_path, *extra):
+    """The error-model check's slots after 40 steps of the ResNet fixture
+    under --compress adaptive (re-tuned every 20 steps), relu1 and relu3
+    left raw; `extra` adds comet-train flags."""
+    if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+        pytest.skip("dataset-fashion-mnist is not installed")
+    out = tmp_path / "em.json"
+    p = subprocess.run(
+        [tool("comet-train"), RESNET, "--data", "fashion-mnist", "--batch",
+         "64", "--max-steps", "40", "--optimizer", "builtin", "--lr", "0.05",
+         "--eval-samples", "-1",
+         "--compress", "adaptive", "--retune-interval", "20",
+         "--compress-except", "relu1,relu3",
+         "--measure-error-model", str(out), "--quiet", *extra],
+        capture_output=True, text=True,
+        # One sample of a noisy statistic: the thread count changes the
+        # float reductions, so the trajectory and the measured errors (at
+        # one thread relu2's cosine is -0.31); pinned so that every machine
+        # and environment measures the same run.
+        env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert p.returncode == 0, p.stderr
+    return {s["value"]: s for s in json.loads(out.read_text())["slots"]}
+
+
 def test_error_model_within_2x_with_coherent_term(tmp_path):
     """The default rule's prediction a*eb*sqrt(N M + K) against the measured
     weight-gradient error, on real data (docs/error-bounds.md), for Conv and
@@ -122,25 +146,8 @@ def test_error_model_within_2x_with_coherent_term(tmp_path):
     (compressed since a forward reader counts as near), are left out. With
     them compressed as well, the errors compound: bn1's measured error is
     0.47x its prediction, and relu1's error cosine is -0.36."""
-    if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
-        pytest.skip("dataset-fashion-mnist is not installed")
-    out = tmp_path / "em.json"
     profile = tmp_path / "profile.json"
-    p = subprocess.run(
-        [tool("comet-train"), RESNET, "--data", "fashion-mnist", "--batch",
-         "64", "--max-steps", "40", "--optimizer", "builtin", "--lr", "0.05",
-         "--eval-samples", "-1",
-         "--compress", "adaptive", "--retune-interval", "20",
-         "--compress-except", "relu1,relu3",
-         "--profile-out", str(profile), "--measure-error-model", str(out),
-         "--quiet"], capture_output=True, text=True,
-        # One sample of a noisy statistic: the thread count changes the
-        # float reductions, so the trajectory and the measured errors (at
-        # one thread relu2's cosine is -0.31); pinned so that every machine
-        # and environment measures the same run.
-        env={**os.environ, "OMP_NUM_THREADS": "2"})
-    assert p.returncode == 0, p.stderr
-    slots = {s["value"]: s for s in json.loads(out.read_text())["slots"]}
+    slots = resnet_error_model(tmp_path, "--profile-out", str(profile))
     conv = {k for k, s in slots.items() if s["kind"] == "conv"}
     assert conv == {"relu2", "relu4"}
     # Every other sz slot feeds a BatchNorm, checked through its scale.
@@ -212,20 +219,7 @@ def test_error_model_within_2x_under_the_noise_rule(tmp_path):
     prediction is within 2x of the measured weight-gradient error both ways
     on every one (0.62 to 1.81 with two threads), the clamped BatchNorm
     slots included, where the COMET rule's run over-predicts."""
-    if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
-        pytest.skip("dataset-fashion-mnist is not installed")
-    out = tmp_path / "em.json"
-    p = subprocess.run(
-        [tool("comet-train"), RESNET, "--data", "fashion-mnist", "--batch",
-         "64", "--max-steps", "40", "--optimizer", "builtin", "--lr", "0.05",
-         "--eval-samples", "-1", "--compress", "adaptive",
-         "--bound-rule", "noise", "--retune-interval", "20",
-         "--compress-except", "relu1,relu3",
-         "--measure-error-model", str(out), "--quiet"],
-        capture_output=True, text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "2"})
-    assert p.returncode == 0, p.stderr
-    slots = {s["value"]: s for s in json.loads(out.read_text())["slots"]}
+    slots = resnet_error_model(tmp_path, "--bound-rule", "noise")
     assert len(slots) == 8
     assert sum(s["eb"] >= 0.1 for s in slots.values()) >= 6
     for s in slots.values():

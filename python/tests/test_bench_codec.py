@@ -3,13 +3,11 @@ import os
 
 import numpy as np
 import pytest
+from comet_tools import codec_lib
 
 bench = pytest.importorskip("comet.bench_codec")
 
-try:
-    LIB = bench.CodecLib()
-except (FileNotFoundError, OSError):  # the library is not built in this tree
-    LIB = None
+LIB = codec_lib()
 
 needs_lib = pytest.mark.skipif(LIB is None, reason="libCometCodec.so not built")
 

@@ -5,14 +5,11 @@ import json
 import numpy as np
 import onnx
 import pytest
+from comet_tools import codec_lib, tool
 
 bench = pytest.importorskip("comet.bench_norm")
-codec = pytest.importorskip("comet.bench_codec")
 
-try:
-    LIB = codec.CodecLib()
-except (FileNotFoundError, OSError):  # the library is not built in this tree
-    LIB = None
+LIB = codec_lib()
 
 needs_lib = pytest.mark.skipif(LIB is None, reason="libCometCodec.so not built")
 
@@ -86,7 +83,6 @@ def test_trained_weights_come_from_comet_train(tmp_path):
     """--trained-steps: comet-train's checkpoint after N steps is what ORT
     runs, so the normalization inputs differ from the initial weights'."""
     import os
-    from comet_tools import tool
     if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
         pytest.skip("dataset-fashion-mnist is not installed")
     result = bench.run(["cnn"], [0.1], LIB, batch=16, trained_steps=3,
