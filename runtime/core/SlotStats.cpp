@@ -119,11 +119,14 @@ void findGroups(const float *x, int64_t b, int64_t c, int64_t pos,
 /// sum over (o, c) of sum_g (S_g^2 - T_g), S_g (T_g) the sum of dY (dY^2)
 /// over the dY elements whose X element (at `xPos(dyPos)`) is in group g of
 /// channel c. Adds it to `excess` and o * c to `pairs`; `diagonal`: the
-/// (c, c) pairs alone, and c to `pairs` (comet_rt_slot_set_diagonal).
+/// (c, c) pairs alone, and c to `pairs` (comet_rt_slot_set_diagonal), and
+/// with `perChannel` (c entries) each channel's own excess added to its
+/// entry.
 template <typename XPos>
 void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
                     const ActMask &mask, XPos xPos, double &excess,
-                    int64_t &pairs, bool diagonal = false) {
+                    int64_t &pairs, bool diagonal = false,
+                    std::vector<double> *perChannel = nullptr) {
   const int64_t c = mask.channels, pos = mask.positions;
   if (diagonal && o != c)
     return;
@@ -164,6 +167,9 @@ void coherentExcess(const float *dy, int64_t b, int64_t o, int64_t dyPos,
     for (int id = 1; id <= kMaxGroups; ++id)
       e += sum[id] * sum[id];
     total += e;
+    // Diagonal: one iteration per channel, so no two write one entry.
+    if (diagonal && perChannel)
+      (*perChannel)[ch] += e;
   }
   excess += total;
   pairs += diagonal ? c : o * c;
@@ -365,12 +371,15 @@ int32_t observeGrad(comet_rt_context *ctx, const slot_observe_grad_args &a) {
     sa += std::fabs(v);
     sq += v * v;
   }
-  // dY's energy per channel: a per-channel gain (BatchNorm's 1/std, in
-  // observe_max) reaches the weight gradient weighted by it.
+  // The weight of each channel (dim 1) in the weight gradient's error:
+  // dY's energy there, plus below the channel's coherent excess, so that
+  // a per-channel gain (BatchNorm's 1/std, in observe_max) weights both
+  // terms of the model as each channel's scale gradient sees them.
+  std::vector<double> e;
   if (t.diagnostics.load(std::memory_order_relaxed) && shape.size() >= 2 &&
       shape[0] > 0 && shape[1] > 0 && n > 0) {
     const int64_t b = shape[0], c = shape[1], inner = n / (b * c);
-    std::vector<double> e(c, 0.0);
+    e.assign(c, 0.0);
 #pragma omp parallel for schedule(static)
     for (int64_t ch = 0; ch < c; ++ch) {
       double acc = 0;
@@ -381,8 +390,6 @@ int32_t observeGrad(comet_rt_context *ctx, const slot_observe_grad_args &a) {
       }
       e[ch] = acc;
     }
-    std::lock_guard<std::mutex> lock(t.mu);
-    t.channelEnergy[{slot, consumer}] = std::move(e);
   }
   std::shared_ptr<const ActMask> mask;
   bool diagonal;
@@ -431,7 +438,8 @@ int32_t observeGrad(comet_rt_context *ctx, const slot_observe_grad_args &a) {
               int64_t wi = std::min(mask->w - 1, (i % wo) * sw + ow);
               return hi * mask->w + wi;
             },
-            excess, pairs, diagonal);
+            excess, pairs, diagonal,
+            int64_t(e.size()) == o && diagonal ? &e : nullptr);
     } else if (b > 0 && b == mask->batch) {
       // Gemm/MatMul over the batch: the sample's non-zero fraction.
       int64_t per = n / b;
@@ -451,6 +459,10 @@ int32_t observeGrad(comet_rt_context *ctx, const slot_observe_grad_args &a) {
     } else {
       msq = sq * mask->overall;
     }
+  }
+  if (!e.empty()) {
+    std::lock_guard<std::mutex> lock(t.mu);
+    t.channelEnergy[{slot, consumer}] = std::move(e);
   }
   return update(t, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.grad_elements += n;

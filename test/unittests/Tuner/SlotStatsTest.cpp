@@ -193,6 +193,35 @@ TEST(SlotStats, CoherentExcessConv) {
   EXPECT_EQ(o.grad_coherent_pairs, 0);
 }
 
+// A diagonal (BatchNorm) consumer's channel weights are its dY energy plus
+// the channel's coherent excess, so that the per-channel gain weights both
+// terms. X and dY as in CoherentExcessDiagonal below: E_0 = 40, E_1 = 20,
+// the excesses 10 and 6, so the weights are 50 and 26.
+TEST(SlotStats, MaxWeightedWithTheCoherentExcessPerChannel) {
+  std::vector<float> x = {0.5f, 0.5f, 0.5f, 1, 3, 3, 2, 3,
+                          0.5f, 4,    0,    0, 5, 6, 3, 7};
+  std::vector<float> dy = {1, 2, 3, 0, 2, 2, 2, 1, -1, 0, 4, 3, 1, 2, -1, 1};
+  ASSERT_EQ(comet_rt_slot_set_diagonal(nullptr, 9, 0, 1), 0);
+  comet_rt_slot_observations_clear(nullptr);
+  comet_rt_slot_stats_enable(nullptr, 1);
+  comet_rt_slot_stats_diagnostics(nullptr, 1);
+  MemrefND mx(x, {2, 2, 2, 2}), mdy(dy, {2, 2, 2, 2});
+  std::vector<float> inv = {2.0f, 10.0f};
+  Memref1D mi(inv);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_act(nullptr, &mx.m, 9, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_grad(nullptr, &mdy.m, 9, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_max(nullptr, &mi.m, 9, 0), 0);
+  comet_rt_slot_stats_diagnostics(nullptr, 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
+  comet_rt_slot_observation o;
+  ASSERT_EQ(comet_rt_slot_get_observation(nullptr, 9, 0, &o), 0);
+  EXPECT_DOUBLE_EQ(o.grad_coherent_sum, 16);
+  EXPECT_DOUBLE_EQ(o.aux_weight_sum, 50.0 + 26.0);
+  EXPECT_DOUBLE_EQ(o.aux_weighted_sq_sum, 4.0 * 50 + 100.0 * 26);
+  ASSERT_EQ(comet_rt_slot_set_diagonal(nullptr, 9, 0, 0), 0);
+  comet_rt_slot_observations_clear(nullptr);
+}
+
 // By hand, BatchNorm (diagonal): X [2, 2, 2, 2] holds 0.5 at four positions
 // of channel 0 and 3 at four of channel 1 (one group each); dY has the same
 // shape. Channel 0's group sees dY 1, 2, 3, -1 in dY channel 0 (S = 5,

@@ -60,10 +60,12 @@ typedef struct comet_rt_slot_observation {
   double act_err_sq_sum;
   int64_t act_err_elements;
   /* observe_max's tensor a (BatchNorm's per-channel 1/std) weighted by the
-   * same consumer's dY energy per channel (dim 1) from its observe_grad,
-   * E_c = sum of dY^2 over channel c: sum_c a_c^2 E_c and sum_c E_c. Their
-   * ratio is the squared gain that the weight gradient's error sees (0 and
-   * 0 without an observe_grad of matching channels before it). */
+   * same consumer's per-channel (dim 1) error weight from its observe_grad,
+   * E_c = sum of dY^2 over channel c plus, for a diagonal consumer, the
+   * channel's coherent excess (c, c): sum_c a_c^2 E_c and sum_c E_c. Their
+   * ratio is the squared gain that the weight gradient's error sees, both
+   * terms of the model weighted per channel (0 and 0 without an
+   * observe_grad of matching channels before it). */
   double aux_weighted_sq_sum;
   double aux_weight_sum;
 } comet_rt_slot_observation;
