@@ -457,6 +457,16 @@ comet::measureGradError(Engine &compressed, Engine &reference,
       return r.takeError();
     others.push_back(std::move(*r));
   }
+  // Each parameter's minibatch noise (variance), gradient and update.
+  std::map<std::string, std::pair<double, double>> noiseVar;
+  if (!others.empty())
+    for (const std::string &p : params) {
+      std::vector<const StepResult *> all = {&exactA->at(p)};
+      for (const auto &o : others)
+        all.push_back(&o.at(p));
+      noiseVar[p] = {meanVariance(all, &StepResult::grad),
+                     meanVariance(all, &StepResult::update)};
+    }
   std::map<int64_t, double> saved;
   for (const SlotInfo &s : slots)
     saved[s.slot] =
@@ -491,8 +501,7 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     comet_rt_slot_observations_clear(ctx);
     comet_rt_slot_stats_enable(ctx, 1);
     comet_rt_slot_stats_diagnostics(ctx, 1);
-    auto lossy =
-        stepFrom(compressed, *state, {c.param}, images, labels, random);
+    auto lossy = stepFrom(compressed, *state, params, images, labels, random);
     comet_rt_slot_stats_diagnostics(ctx, 0);
     comet_rt_slot_stats_enable(ctx, 0);
     if (!lossy) {
@@ -579,16 +588,30 @@ comet::measureGradError(Engine &compressed, Engine &reference,
     m.updateRms = rmsDiff(ea.update);
     m.updateErrorRms = rmsDiff(lc.update, ea.update);
     if (!others.empty()) {
-      std::vector<const StepResult *> all = {&ea};
-      for (const auto &o : others)
-        all.push_back(&o.at(c.param));
-      m.gradNoiseStd = std::sqrt(meanVariance(all, &StepResult::grad));
-      m.updateNoiseStd = std::sqrt(meanVariance(all, &StepResult::update));
+      m.gradNoiseStd = std::sqrt(noiseVar.at(c.param).first);
+      m.updateNoiseStd = std::sqrt(noiseVar.at(c.param).second);
       if (sq > 0)
         m.gradNoiseToError = m.gradNoiseStd * m.gradNoiseStd / (sq / gc.size());
       if (m.updateErrorRms > 0)
         m.updateNoiseToError = m.updateNoiseStd * m.updateNoiseStd /
                                (m.updateErrorRms * m.updateErrorRms);
+    }
+    for (const auto &[p, nv] : noiseVar) {
+      if (p == c.param)
+        continue;
+      const StepResult &l = (*lossy)[p], &e = (*exactA)[p];
+      double g = rmsDiff(l.grad, e.grad), u = rmsDiff(l.update, e.update);
+      if (!(g > 0))
+        continue;
+      ++m.propagatedParams;
+      double gr = nv.first / (g * g);
+      if (m.propagatedParam.empty() || gr < m.propagatedGradNoiseToError) {
+        m.propagatedGradNoiseToError = gr;
+        m.propagatedParam = p;
+      }
+      if (u > 0 && (m.propagatedUpdateNoiseToError == 0 ||
+                    nv.second / (u * u) < m.propagatedUpdateNoiseToError))
+        m.propagatedUpdateNoiseToError = nv.second / (u * u);
     }
     out.push_back(std::move(m));
   }

@@ -230,6 +230,19 @@ def test_error_model_within_2x_under_the_noise_rule(tmp_path):
         assert 0.5 < s["ratio_coherent"] < 2.0, s
         # The codec's error is the uniform +-eb the model assumes.
         assert 0.5 < s["codec_factor"] < 0.65, s
+    # Past its own consumer the error reaches the parameters before it:
+    # through BatchNorm's dX (its backward reads X there too) and through
+    # ReluGrad, which reads relu2 and relu4 and sees an element flip where
+    # 0 < X <= eb. The stem's BatchNorm input (conv1) has none before it.
+    upstream = {"conv1": 0, "conv2": 1, "relu2": 2, "conv3": 3, "conv4": 4,
+                "conv6": 4, "relu4": 5, "conv5": 6}
+    for k, n in upstream.items():
+        s = slots[k]
+        assert s["propagated_params"] == n, s
+        if n:
+            assert s["propagated_param"] not in ("", s["param"]), s
+            assert s["propagated_grad_noise_to_error"] > 0, s
+            assert s["propagated_update_noise_to_error"] > 0, s
 
 
 def run_model(tmp_path, name, *extra, model=LENET):

@@ -120,6 +120,16 @@ struct GradErrorMeasurement {
   /// (noise std / error std)^2 for the gradient and for the update: how
   /// many times the minibatch noise's variance exceeds the compression's.
   double gradNoiseToError = 0, updateNoiseToError = 0;
+  /// What the error does to the other measured parameters (every slot
+  /// consumer's), which it reaches through the consumer's dX (BatchNorm's
+  /// backward reads X there too) when the lossy slot's consumer is not the
+  /// only reader: how many of them change at all, and the smallest noise /
+  /// error variance ratio over them, for the gradient and for the update,
+  /// with the parameter where the gradient's is smallest (0 and empty
+  /// without noise batches or without a change).
+  int64_t propagatedParams = 0;
+  std::string propagatedParam;
+  double propagatedGradNoiseToError = 0, propagatedUpdateNoiseToError = 0;
 };
 
 /// A batch of measureGradError's minibatch noise.
