@@ -21,6 +21,12 @@ it (`NAME-except`, --compress-except). `--config LABEL='ARGS'` adds any
 other comet-train configuration, e.g. `--config "k1e-3=--compress static
 --compress-options k=0.001"`.
 
+`--from-json A.json B.json ...` trains nothing: it pairs and draws the runs
+of earlier `--json` files, e.g. configurations measured in separate
+invocations. Where every run has one evaluation (`--evals-per-epoch 0`)
+the PNG shows each seed's accuracy and paired change per configuration
+instead of curves.
+
 Runs are deterministic for a given thread count (--threads, default 1):
 the same seed and configuration give the same bits.
 
@@ -280,6 +286,27 @@ def table(rows):
     return "\n".join(lines)
 
 
+def strip(ax, x, label, base, rs):
+    """Config `label`'s paired changes at x: a dot per seed (its number
+    beside it), the mean with its 95% interval as a bar."""
+    pairs = [r for r in rs if r["seed"] in base]
+    ds = [100 * (r["test_accuracy"] - base[r["seed"]]["test_accuracy"])
+          for r in pairs]
+    if not ds:
+        return
+    color = f"C{x}"
+    ax.scatter([x] * len(ds), ds, color=color, s=18, zorder=3)
+    for r, d in zip(pairs, ds):
+        ax.annotate(str(r["seed"]), (x, d), xytext=(4, -3),
+                    textcoords="offset points", fontsize=7, color=color)
+    if len(ds) >= 2:
+        st = paired([100 * base[r["seed"]]["test_accuracy"] for r in pairs],
+                    [100 * r["test_accuracy"] for r in pairs])
+        ax.errorbar([x - 0.15], [st["mean"]],
+                    yerr=[[st["mean"] - st["ci"][0]], [st["ci"][1] - st["mean"]]],
+                    fmt="s", color=color, capsize=4)
+
+
 def plot(runs, configs, out):
     import matplotlib
 
@@ -293,10 +320,21 @@ def plot(runs, configs, out):
         ax_acc, ax_d = row
         base = {r["seed"]: r for r in runs
                 if r["model"] == model and r["config"] == BASELINE}
+        # One evaluation per run: the paired change per seed, config by
+        # config, since there is no curve to draw.
+        single = all(len(r["eval_history"]) <= 1 for r in runs
+                     if r["model"] == model)
         for i, label in enumerate(configs):
             rs = [r for r in runs if r["model"] == model
                   and r["config"] == label and r["eval_history"]]
             if not rs:
+                continue
+            if single:
+                ax_acc.scatter([i] * len(rs),
+                               [100 * r["test_accuracy"] for r in rs],
+                               color=f"C{i}", s=18, zorder=3)
+                if label != BASELINE:
+                    strip(ax_d, i, label, base, rs)
                 continue
             n = min(len(r["eval_history"]) for r in rs)
             xs = [h["epoch"] for h in rs[0]["eval_history"][:n]]
@@ -307,7 +345,7 @@ def plot(runs, configs, out):
                         marker="o", label=f"{label} ({len(rs)} seeds)")
             ax_acc.fill_between(xs, [min(y) for y in ys],
                                 [max(y) for y in ys], color=color, alpha=0.15)
-            if label == BASELINE:
+            if label == BASELINE or single:
                 continue
             pairs = [r for r in rs if r["seed"] in base
                      and len(base[r["seed"]]["eval_history"]) >= n]
@@ -322,17 +360,38 @@ def plot(runs, configs, out):
             ax_d.fill_between(xs, [d["ci"][0] for d in ds],
                               [d["ci"][1] for d in ds], color=color,
                               alpha=0.15)
-        ax_acc.set_title(f"{model}: test accuracy (band: min..max over seeds)")
-        ax_acc.set_xlabel("epoch")
-        ax_acc.set_ylabel("test accuracy (%)")
-        ax_acc.legend()
         ax_d.axhline(0, color="k", linewidth=0.8)
-        ax_d.set_title(f"{model}: paired change vs {BASELINE} "
-                       "(band: 95% CI)")
-        ax_d.set_xlabel("epoch")
         ax_d.set_ylabel("accuracy change (pp)")
-        if ax_d.lines[1:]:
-            ax_d.legend()
+        ax_acc.set_ylabel("test accuracy (%)")
+        if single:
+            # A line per seed through its runs: the pairs the change is of.
+            for seed in sorted({r["seed"] for r in runs
+                                if r["model"] == model}):
+                pts = [(i, 100 * r["test_accuracy"])
+                       for i, label in enumerate(configs) for r in runs
+                       if r["model"] == model and r["config"] == label
+                       and r["seed"] == seed]
+                ax_acc.plot(*zip(*pts), color="0.6", linewidth=0.8,
+                            zorder=1)
+                ax_acc.annotate(str(seed), pts[-1], xytext=(4, -3),
+                                textcoords="offset points", fontsize=7)
+            ax_acc.set_title(f"{model}: test accuracy (a line per seed)")
+            ax_d.set_title(f"{model}: paired change vs {BASELINE}\n"
+                           "(dots: seeds; bar: mean, 95% CI)")
+            for ax, lo in ((ax_acc, -0.5), (ax_d, 0.5)):
+                ax.set_xticks(range(len(configs)))
+                ax.set_xticklabels(list(configs), rotation=30, ha="right")
+                ax.set_xlim(lo, len(configs) - 0.5)
+        else:
+            ax_acc.set_title(f"{model}: test accuracy (band: min..max over "
+                             "seeds)")
+            ax_acc.set_xlabel("epoch")
+            ax_acc.legend()
+            ax_d.set_title(f"{model}: paired change vs {BASELINE} "
+                           "(band: 95% CI)")
+            ax_d.set_xlabel("epoch")
+            if ax_d.lines[1:]:
+                ax_d.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -343,6 +402,44 @@ def parse_config(text):
     if not sep or not label or not cmd:
         raise argparse.ArgumentTypeError("--config takes LABEL='ARGS'")
     return label, shlex.split(cmd)
+
+
+def replay(args):
+    """--from-json: the table, JSON and PNG of earlier runs."""
+    runs, configs, seen = [], {}, set()
+    for path in args.from_json:
+        try:
+            with open(path) as f:
+                res = json.load(f)
+            cfgs = dict(res["configs"])
+            got = [((r["model"], r["config"], r["seed"]), r)
+                   for r in res["runs"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"--from-json {path}: not a comet.fidelity "
+                             f"--json file ({e!r})")
+        for label, cargs in cfgs.items():
+            configs.setdefault(label, cargs)
+        for key, r in got:
+            if key not in seen:
+                seen.add(key)
+                runs.append(r)
+    if not any(r["config"] == BASELINE for r in runs):
+        raise SystemExit(f"--from-json: no '{BASELINE}' runs to pair with")
+    # The baseline first, as a run of this tool orders them.
+    configs = {BASELINE: configs.pop(BASELINE, CONFIGS[BASELINE]), **configs}
+    rows = analyse(runs, list(configs))
+    print(table(rows))
+    result = {"benchmark": "fidelity",
+              "settings": {"from_json": args.from_json},
+              "configs": configs, "summary": rows, "runs": runs}
+    line = json.dumps(result)
+    print(line)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(line + "\n")
+    if args.png:
+        plot(runs, list(configs), args.png)
+    return 0
 
 
 def main(argv=None):
@@ -389,9 +486,15 @@ def main(argv=None):
     p.add_argument("--resume", action="store_true",
                    help="reuse the reports already in --out-dir (same "
                         "settings assumed) instead of re-running them")
+    p.add_argument("--from-json", nargs="+", metavar="JSON",
+                   help="train nothing: tabulate and draw the runs of "
+                        "earlier --json files (a (model, config, seed) run "
+                        "from the first file that has it)")
     p.add_argument("--json", help="also write the JSON here")
     p.add_argument("--png", help="draw the accuracy curves here")
     args = p.parse_args(argv)
+    if args.from_json:
+        return replay(args)
     if args.lr is None and args.optimizer == "builtin":
         args.lr = 0.01
     os.makedirs(args.out_dir, exist_ok=True)

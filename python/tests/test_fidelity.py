@@ -86,6 +86,60 @@ def test_analyse_pairs_by_seed():
     assert "static" in text and "+0.00" in text
 
 
+def one_eval(config, seed, acc, ratio=1.0):
+    r = run_row(config, seed, acc, 0.5, ratio)
+    r["eval_history"] = [{"epoch": 1, "step": 10, "test_accuracy": acc}]
+    return r
+
+
+def test_from_json_tabulates_and_draws_earlier_runs(tmp_path, capsys):
+    """--from-json trains nothing: it pairs the runs of earlier --json
+    files (the first file's run where two have one) and draws the per-seed
+    panels of one-evaluation runs."""
+    a = {"configs": {"none": ["--compress", "none"], "static": ["-s"]},
+         "runs": [one_eval("none", 1, 0.80), one_eval("none", 2, 0.70),
+                  one_eval("static", 1, 0.79, 5.0),
+                  one_eval("static", 2, 0.72, 5.0)]}
+    b = {"configs": {"none": ["--compress", "none"], "tiny": ["-t"]},
+         "runs": [one_eval("none", 1, 0.10),  # a's seed 1 wins
+                  one_eval("tiny", 1, 0.81), one_eval("tiny", 2, 0.69),
+                  one_eval("tiny", 3, 0.99)]}  # seed 3 has no pair
+    fa, fb = tmp_path / "a.json", tmp_path / "b.json"
+    fa.write_text(json.dumps(a))
+    fb.write_text(json.dumps(b))
+    png, out = tmp_path / "p.png", tmp_path / "out.json"
+    assert fidelity.main(["--from-json", str(fa), str(fb), "--png", str(png),
+                          "--json", str(out)]) == 0
+    assert "tiny" in capsys.readouterr().out
+    res = json.loads(out.read_text())
+    assert list(res["configs"]) == ["none", "static", "tiny"]
+    assert len(res["runs"]) == 7
+    rows = {r["config"]: r for r in res["summary"]}
+    assert rows["static"]["accuracy_change_pp"]["diffs"] == pytest.approx(
+        [-1.0, 2.0])
+    assert rows["tiny"]["seeds"] == [1, 2]
+    assert rows["tiny"]["accuracy_change_pp"]["diffs"] == pytest.approx(
+        [1.0, -1.0])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_from_json_refuses_what_it_cannot_pair(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"runs\": 3}")
+    with pytest.raises(SystemExit, match="not a comet.fidelity --json file"):
+        fidelity.main(["--from-json", str(bad)])
+    with pytest.raises(SystemExit, match="not a comet.fidelity --json file"):
+        fidelity.main(["--from-json", str(tmp_path / "missing.json")])
+    bad.write_text(json.dumps({"configs": {}, "runs": [{"seed": 1}]}))
+    with pytest.raises(SystemExit, match="not a comet.fidelity --json file"):
+        fidelity.main(["--from-json", str(bad)])
+    lone = tmp_path / "lone.json"
+    lone.write_text(json.dumps({"configs": {"static": []},
+                                "runs": [one_eval("static", 1, 0.5)]}))
+    with pytest.raises(SystemExit, match="no 'none' runs"):
+        fidelity.main(["--from-json", str(lone)])
+
+
 def test_analyse_collects_the_error_model_per_seed():
     em = lambda cos: [{"value": "x", "param": "w", "ratio_coherent": 1.5,
                        "error_cosine": cos}]
