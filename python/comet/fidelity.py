@@ -427,18 +427,23 @@ def replay(args):
         raise SystemExit(f"--from-json: no '{BASELINE}' runs to pair with")
     # The baseline first, as a run of this tool orders them.
     configs = {BASELINE: configs.pop(BASELINE, CONFIGS[BASELINE]), **configs}
+    return report(args, {"from_json": args.from_json}, configs, runs,
+                  list(configs))
+
+
+def report(args, settings, configs, runs, drawn):
+    """The table, the JSON line (and --json), and --png of `drawn`."""
     rows = analyse(runs, list(configs))
     print(table(rows))
-    result = {"benchmark": "fidelity",
-              "settings": {"from_json": args.from_json},
-              "configs": configs, "summary": rows, "runs": runs}
-    line = json.dumps(result)
+    line = json.dumps({"benchmark": "fidelity", "settings": settings,
+                       "configs": dict(configs), "summary": rows,
+                       "runs": runs})
     print(line)
     if args.json:
         with open(args.json, "w") as f:
             f.write(line + "\n")
     if args.png:
-        plot(runs, list(configs), args.png)
+        plot(runs, drawn, args.png)
     return 0
 
 
@@ -538,23 +543,10 @@ def main(argv=None):
                         f"--compress-{kind}", site]
                     go(model, label, configs[label])
 
-    rows = analyse(runs, list(configs))
-    print(table(rows))
-    result = {"benchmark": "fidelity",
-              "settings": {k: v for k, v in vars(args).items()
-                           if k not in ("comet_train", "config")},
-              "configs": {k: v for k, v in configs.items()},
-              "summary": rows, "runs": runs}
-    line = json.dumps(result)
-    print(line)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(line + "\n")
-    if args.png:
-        plot(runs, [c for c in configs if not c.endswith(("-only",
-                                                          "-except"))],
-             args.png)
-    return 0
+    settings = {k: v for k, v in vars(args).items()
+                if k not in ("comet_train", "config")}
+    return report(args, settings, configs, runs,
+                  [c for c in configs if not c.endswith(("-only", "-except"))])
 
 
 if __name__ == "__main__":
