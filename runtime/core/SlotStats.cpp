@@ -187,9 +187,11 @@ struct Table {
   std::set<int64_t> noMoments;
   /// (slot, consumer) keys of comet_rt_slot_set_diagonal.
   std::set<std::pair<int64_t, int64_t>> diagonal;
-  /// Per (slot, consumer), dY's energy per channel (dim 1) from the latest
-  /// observe_grad, which observe_max weights its per-channel values by.
-  std::map<std::pair<int64_t, int64_t>, std::vector<double>> channelEnergy;
+  /// Per (slot, consumer), each channel's (dim 1) error weight from the
+  /// latest observe_grad (dY's energy there plus, for a diagonal consumer,
+  /// the channel's coherent excess), which observe_max weights its
+  /// per-channel values by.
+  std::map<std::pair<int64_t, int64_t>, std::vector<double>> channelWeight;
 };
 
 Table &table(comet_rt_context *ctx) {
@@ -462,7 +464,7 @@ int32_t observeGrad(comet_rt_context *ctx, const slot_observe_grad_args &a) {
   }
   if (!e.empty()) {
     std::lock_guard<std::mutex> lock(t.mu);
-    t.channelEnergy[{slot, consumer}] = std::move(e);
+    t.channelWeight[{slot, consumer}] = std::move(e);
   }
   return update(t, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.grad_elements += n;
@@ -485,20 +487,20 @@ int32_t observeMax(comet_rt_context *ctx, const slot_observe_max_args &a) {
   if (!tab)
     return status;
   double mx = -std::numeric_limits<double>::infinity(), wsq = 0, w = 0;
-  std::vector<double> energy;
+  std::vector<double> weight;
   {
     std::lock_guard<std::mutex> lock(tab->mu);
-    auto it = tab->channelEnergy.find({slot, consumer});
-    if (it != tab->channelEnergy.end())
-      energy = it->second;
+    auto it = tab->channelWeight.find({slot, consumer});
+    if (it != tab->channelWeight.end())
+      weight = it->second;
   }
-  const bool weighted = int64_t(energy.size()) == n;
+  const bool weighted = int64_t(weight.size()) == n;
   for (int64_t i = 0; i < n; ++i)
     if (std::isfinite(p[i])) {
       mx = std::max<double>(mx, p[i]);
       if (weighted) {
-        wsq += double(p[i]) * p[i] * energy[i];
-        w += energy[i];
+        wsq += double(p[i]) * p[i] * weight[i];
+        w += weight[i];
       }
     }
   return update(*tab, slot, consumer, [&](comet_rt_slot_observation &o) {
@@ -555,7 +557,7 @@ void comet_rt_slot_observations_clear(comet_rt_context *ctx) {
   std::lock_guard<std::mutex> lock(t.mu);
   t.obs.clear();
   t.masks.clear();
-  t.channelEnergy.clear();
+  t.channelWeight.clear();
 }
 
 } // extern "C"

@@ -89,9 +89,10 @@ struct GradErrorMeasurement {
   /// prediction with that factor in place of 1/sqrt(3). 0 when not
   /// observed.
   double codecErrorStd = 0, codecFactor = 0, predictedStdCodec = 0;
-  /// BatchNorm: the per-channel inv_std weighted by dY's energy per
-  /// channel, sqrt(sum_c s_c^2 E_c / sum_c E_c) (each channel's scale
-  /// gradient sees its own 1/std and its own dY), and the masked +
+  /// BatchNorm: the per-channel inv_std weighted by each channel's share
+  /// of the model's two terms, sqrt(sum_c s_c^2 W_c / sum_c W_c) with
+  /// W_c = E_c + K_c, its dY energy plus its own coherent excess (each
+  /// channel's scale gradient sees its own 1/std), and the masked +
   /// coherent prediction with it as the gain in place of the largest
   /// channel's.
   double invStdWeighted = 0, predictedStdChannels = 0;
