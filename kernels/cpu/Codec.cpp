@@ -43,6 +43,7 @@ namespace {
 // CUDA codec.
 using format::addOverflow;
 using format::bitsFloat;
+using format::Bounds;
 using format::ceilDiv;
 using format::encodeHeader;
 using format::floatBits;
@@ -1576,11 +1577,11 @@ struct RiceBitReader {
 // reference codes from the values and the predictor. r and v: scratch for
 // the chunk, zeroed.
 template <typename E>
-comet_rt_status
-decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
-                uint64_t bitmap, unsigned pred, const uint8_t *kTable,
-                const uint64_t *outMask, const QuantParams &qp, uint8_t *out,
-                uint64_t c0, const Grid &g, int32_t *r, uint32_t *v) {
+comet_rt_status decodeRiceChunk(const uint8_t *codes, uint64_t size,
+                                uint64_t len, uint64_t bitmap, unsigned pred,
+                                const uint8_t *kTable, const uint64_t *outMask,
+                                const Bounds &bd, uint8_t *out, uint64_t c0,
+                                const Grid &g, int32_t *r, uint32_t *v) {
   const uint64_t w = g.w;
   const unsigned n = unsigned(len);
   alignas(64) uint8_t blen[kChunkElems];
@@ -1676,6 +1677,7 @@ decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
         }
       }
     }
+    const QuantParams qp = bd.block(c0 + i0, bl);
     for (unsigned j = 0; j < bl; ++j)
       E::storeBits(dst + j * E::size, dequantize<E>(x[j], qp));
   }
@@ -1686,11 +1688,10 @@ decodeRiceChunk(const uint8_t *codes, uint64_t size, uint64_t len,
 // the coded values (range coder's bytes and raw bits, or the k table and
 // Rice codes), the outliers. Reads only [in, in + size).
 template <typename E>
-comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
-                                 uint64_t bitmap, unsigned nOut,
-                                 const QuantParams &qp, uint8_t *out,
-                                 uint64_t *numOutliers, uint64_t c0,
-                                 const Grid &g) {
+comet_rt_status
+decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
+                 uint64_t bitmap, unsigned nOut, const Bounds &bd, uint8_t *out,
+                 uint64_t *numOutliers, uint64_t c0, const Grid &g) {
   const uint64_t outBytes = uint64_t(nOut) * (2 + E::size);
   if (size < kChunkHeaderSize + 1 + outBytes)
     return COMET_RT_ERROR_CORRUPT;
@@ -1765,9 +1766,11 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
       }
       if (bad())
         return COMET_RT_ERROR_CORRUPT;
-      if (present)
+      if (present) {
+        const QuantParams qp = bd.block(c0 + i0, bl);
         for (unsigned j = 0; j < bl; ++j)
           E::storeBits(dst + j * E::size, dequantize<E>(r[i0 + j], qp));
+      }
     }
     return finished() ? COMET_RT_SUCCESS : COMET_RT_ERROR_CORRUPT;
   };
@@ -1793,7 +1796,7 @@ comet_rt_status decodeCodedChunk(const uint8_t *in, uint64_t size, uint64_t len,
   } else {
     st = decodeRiceChunk<E>(in + kRiceHeaderSize,
                             uint64_t(idx - in) - kRiceHeaderSize, len, bitmap,
-                            pred, kTable, outMask, qp, out, c0, g, r, v);
+                            pred, kTable, outMask, bd, out, c0, g, r, v);
   }
   if (st != COMET_RT_SUCCESS)
     return st;
@@ -2033,8 +2036,8 @@ encodeRiceFirst(const uint8_t *x, unsigned n, const int32_t *r,
 // worstChunkBytes(len)); returns the chunk's size and adds its outliers.
 template <typename E, bool Avx2>
 __attribute__((always_inline)) inline size_t
-encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
-                uint8_t *dst, uint64_t *numOutliers, uint64_t c0, const Grid &g,
+encodeChunkBody(const uint8_t *x, uint64_t len, const Bounds &bd, uint8_t *dst,
+                uint64_t *numOutliers, uint64_t c0, const Grid &g,
                 int entropy) {
   const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
   const unsigned n = unsigned(len);
@@ -2047,8 +2050,8 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
     const unsigned i0 = b * kBlockSize;
     const unsigned bl = std::min<unsigned>(kBlockSize, n - i0);
     alignas(64) int32_t q[kBlockSize];
-    scanBlockIsa<E, Avx2>(x + size_t(i0) * E::size, bl, qp, q, res + i0,
-                          stats[b]);
+    scanBlockIsa<E, Avx2>(x + size_t(i0) * E::size, bl, bd.block(c0 + i0, bl),
+                          q, res + i0, stats[b]);
     std::memcpy(r + i0, q, bl * sizeof(int32_t));
   }
   uint16_t outIdx[kChunkElems];
@@ -2176,11 +2179,10 @@ encodeChunkBody(const uint8_t *x, uint64_t len, const QuantParams &qp,
 }
 
 template <typename E>
-size_t encodeChunkBaseline(const uint8_t *x, uint64_t len,
-                           const QuantParams &qp, uint8_t *dst,
-                           uint64_t *numOutliers, uint64_t c0, const Grid &g,
-                           int entropy) {
-  return encodeChunkBody<E, false>(x, len, qp, dst, numOutliers, c0, g,
+size_t encodeChunkBaseline(const uint8_t *x, uint64_t len, const Bounds &bd,
+                           uint8_t *dst, uint64_t *numOutliers, uint64_t c0,
+                           const Grid &g, int entropy) {
+  return encodeChunkBody<E, false>(x, len, bd, dst, numOutliers, c0, g,
                                    entropy);
 }
 
@@ -2189,19 +2191,39 @@ size_t encodeChunkBaseline(const uint8_t *x, uint64_t len,
 // (reductions, Rice costs, packing) is vectorized by the compiler.
 template <typename E>
 __attribute__((target("avx2,bmi,bmi2"))) size_t
-encodeChunkAvx2(const uint8_t *x, uint64_t len, const QuantParams &qp,
-                uint8_t *dst, uint64_t *numOutliers, uint64_t c0, const Grid &g,
+encodeChunkAvx2(const uint8_t *x, uint64_t len, const Bounds &bd, uint8_t *dst,
+                uint64_t *numOutliers, uint64_t c0, const Grid &g,
                 int entropy) {
-  return encodeChunkBody<E, true>(x, len, qp, dst, numOutliers, c0, g, entropy);
+  return encodeChunkBody<E, true>(x, len, bd, dst, numOutliers, c0, g, entropy);
 }
 #endif
 
+// The channel count and elements per channel and sample of h (dim 1).
+void channelShape(const Header &h, uint64_t &channels, uint64_t &inner) {
+  channels = h.dims[1];
+  inner = 1;
+  for (uint32_t i = 2; i < h.rank; ++i)
+    inner *= h.dims[i];
+}
+
+// channelEb: null, or one bound per channel of dim 1 (h.flags says which),
+// each valid for quantParams; h.eb is then their largest.
 template <typename E>
 comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
-                             size_t outCapacity, size_t *outSize, int entropy) {
-  QuantParams qp;
-  if (!quantParams(h.eb, qp))
+                             size_t outCapacity, size_t *outSize, int entropy,
+                             const double *channelEb) {
+  Bounds bd;
+  if (!quantParams(h.eb, bd.uniform))
     return COMET_RT_ERROR_INVALID_ARGUMENT;
+  uint64_t tableBytes = 0;
+  if (h.flags & format::kFlagChannelBounds) {
+    bd.channel = channelEb;
+    channelShape(h, bd.channels, bd.inner);
+    bd.minEb = h.eb;
+    for (uint64_t c = 0; c < bd.channels; ++c)
+      bd.minEb = std::min(bd.minEb, channelEb[c]);
+    tableBytes = 8 * bd.channels;
+  }
   const uint64_t n = h.n, nc = ceilDiv(n, kChunkElems);
   h.version = format::kFormatVersion;
   h.blockSize = kBlockSize;
@@ -2214,12 +2236,13 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
   // thread and appended while they fit; past the capacity they are only
   // sized, so that a too-small output still reports the stream's size.
   const uint64_t slot = worstChunkBytes(kChunkElems, E::size);
-  const uint64_t worst = maxCompressedSize(COMET_RT_CODEC_SZ, h.dtype, n);
+  const uint64_t worst =
+      maxCompressedSize(COMET_RT_CODEC_SZ, h.dtype, n) + tableBytes;
   const int nt = numThreads();
   const bool inPlace = outCapacity >= worst;
   const uint64_t wave =
       inPlace ? nc : std::min<uint64_t>(nc, uint64_t(nt) * kWaveChunks);
-  const uint64_t tableEnd = kHeaderSize + 4 * nc;
+  const uint64_t tableEnd = kHeaderSize + tableBytes + 4 * nc;
   std::unique_ptr<uint8_t[]> stage;
   if (!inPlace) {
     stage.reset(new (std::nothrow) uint8_t[wave ? wave * slot : 1]);
@@ -2248,7 +2271,7 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
       uint64_t c = c0 + uint64_t(i);
       uint64_t len = std::min<uint64_t>(kChunkElems, n - c * kChunkElems);
       outs[i] = 0;
-      sizes[i] = encode(x + c * kChunkElems * E::size, len, qp,
+      sizes[i] = encode(x + c * kChunkElems * E::size, len, bd,
                         staging + uint64_t(i) * slot, &outs[i], c * kChunkElems,
                         g, entropy);
     }
@@ -2258,7 +2281,8 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
         // In place, a chunk only moves down (pos <= its staging offset).
         if (out + pos != staging + i * slot)
           std::memmove(out + pos, staging + i * slot, sizes[i]);
-        storeLE<uint32_t>(out + kHeaderSize + 4 * (c0 + i), uint32_t(sizes[i]));
+        storeLE<uint32_t>(out + kHeaderSize + tableBytes + 4 * (c0 + i),
+                          uint32_t(sizes[i]));
       }
       pos += sizes[i];
       payload += sizes[i];
@@ -2271,6 +2295,9 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
   if (!fits)
     return COMET_RT_ERROR_BUFFER_TOO_SMALL;
   encodeHeader(h, out);
+  for (uint64_t c = 0; c < tableBytes / 8; ++c)
+    storeLE<uint64_t>(out + kHeaderSize + 8 * c,
+                      format::doubleBits(channelEb[c]));
   return COMET_RT_SUCCESS;
 }
 
@@ -2278,7 +2305,7 @@ comet_rt_status compressSzV2(const uint8_t *x, Header &h, uint8_t *out,
 // adds its outliers. Reads only [in, in + size), writes only the chunk.
 template <typename E>
 comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
-                            const QuantParams &qp, uint8_t *out,
+                            const Bounds &bd, uint8_t *out,
                             uint64_t *numOutliers, uint64_t c0, const Grid &g) {
   const unsigned nbk = unsigned(ceilDiv(len, kBlockSize));
   if (size == 0) {
@@ -2293,7 +2320,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
     return COMET_RT_ERROR_CORRUPT;
   if (nOut & kCodedChunkFlag)
     return decodeCodedChunk<E>(in, size, len, bitmap, nOut & ~kCodedChunkFlag,
-                               qp, out, numOutliers, c0, g);
+                               bd, out, numOutliers, c0, g);
   const unsigned nd = popcount64(bitmap);
   uint64_t pos = kChunkHeaderSize;
   if (pos + nd > size)
@@ -2420,6 +2447,7 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
     } else if (mode == kV2RiceLorenzo2d) {
       unLorenzo2d(r, i0, bl, c0, g, v);
     }
+    const QuantParams qp = bd.block(c0 + i0, bl);
     for (unsigned j = 0; j < bl; ++j)
       E::storeBits(dst + j * E::size, dequantize<E>(q[j], qp));
     // Outliers' reference codes are 0, whatever their mode decoded.
@@ -2437,10 +2465,37 @@ comet_rt_status decodeChunk(const uint8_t *in, uint64_t size, uint64_t len,
 template <typename E>
 comet_rt_status decompressSzV2(const uint8_t *in, const Header &h,
                                uint8_t *out) {
-  QuantParams qp;
-  quantParams(h.eb, qp); // checked by parseHeader
+  Bounds bd;
+  quantParams(h.eb, bd.uniform); // checked by parseHeader
+  std::unique_ptr<double[]> channelEb;
+  uint64_t tableBytes = 0;
+  if (h.flags & format::kFlagChannelBounds) {
+    // Every channel bound valid and at most h.eb, the largest equal to it.
+    // parseHeader counted the table in the stream's length.
+    channelShape(h, bd.channels, bd.inner);
+    tableBytes = 8 * bd.channels;
+    channelEb.reset(new (std::nothrow) double[bd.channels ? bd.channels : 1]);
+    if (!channelEb)
+      return COMET_RT_ERROR_OUT_OF_MEMORY;
+    double largest = 0;
+    bd.minEb = h.eb;
+    for (uint64_t c = 0; c < bd.channels; ++c) {
+      const double eb =
+          format::bitsDouble(loadLE<uint64_t>(in + kHeaderSize + 8 * c));
+      QuantParams qp;
+      if (!quantParams(eb, qp) || !(eb <= h.eb))
+        return COMET_RT_ERROR_CORRUPT;
+      channelEb[c] = eb;
+      largest = std::max(largest, eb);
+      bd.minEb = std::min(bd.minEb, eb);
+    }
+    if (largest != h.eb)
+      return COMET_RT_ERROR_CORRUPT;
+    bd.channel = channelEb.get();
+  }
   const uint64_t n = h.n, nc = h.numBlocks;
-  const uint8_t *table = in + kHeaderSize, *chunks = table + 4 * nc;
+  const uint8_t *table = in + kHeaderSize + tableBytes,
+                *chunks = table + 4 * nc;
   const Grid g = gridOf(h);
   std::unique_ptr<uint64_t[]> off(new (std::nothrow) uint64_t[nc + 1]);
   std::unique_ptr<uint64_t[]> outs(new (std::nothrow) uint64_t[nc ? nc : 1]);
@@ -2464,7 +2519,7 @@ comet_rt_status decompressSzV2(const uint8_t *in, const Header &h,
         std::min<uint64_t>(kChunkElems, n - uint64_t(c) * kChunkElems);
     outs[c] = 0;
     comet_rt_status st =
-        decodeChunk<E>(chunks + off[c], off[c + 1] - off[c], len, qp,
+        decodeChunk<E>(chunks + off[c], off[c + 1] - off[c], len, bd,
                        out + uint64_t(c) * kChunkElems * E::size, &outs[c],
                        uint64_t(c) * kChunkElems, g);
     if (st != COMET_RT_SUCCESS)
@@ -2536,10 +2591,11 @@ auto dispatchDtype(uint32_t dtype, Args &&...args) {
 
 template <typename E> struct CompressSzFn {
   static comet_rt_status run(const uint8_t *x, Header &h, uint8_t *out,
-                             size_t cap, size_t *outSize, int entropy) {
+                             size_t cap, size_t *outSize, int entropy,
+                             const double *channelEb) {
     if (h.version == format::kFormatVersion1)
       return compressSz<E>(x, h, out, cap, outSize);
-    return compressSzV2<E>(x, h, out, cap, outSize, entropy);
+    return compressSzV2<E>(x, h, out, cap, outSize, entropy, channelEb);
   }
 };
 template <typename E> struct DecompressSzFn {
@@ -2638,10 +2694,14 @@ comet_rt_status compressVersion(int version, int codec, int dtype,
                       dtype, data, dims, rank, eb, out, outCapacity, outSize);
 }
 
-comet_rt_status compressWith(int version, int entropy, int codec, int dtype,
-                             const void *data, const uint64_t *dims,
-                             uint32_t rank, double eb, void *out,
-                             size_t outCapacity, size_t *outSize) {
+// compressWith with, where channelEb is not null, one bound per channel
+// (version 2 sz only; eb is then their largest).
+static comet_rt_status compressImpl(int version, int entropy, int codec,
+                                    int dtype, const void *data,
+                                    const uint64_t *dims, uint32_t rank,
+                                    double eb, const double *channelEb,
+                                    void *out, size_t outCapacity,
+                                    size_t *outSize) {
   if (!outSize || (!out && outCapacity) || (rank && !dims) ||
       rank > COMET_RT_CODEC_MAX_RANK || !validCodec(codec) ||
       !validDtype(dtype) ||
@@ -2667,11 +2727,12 @@ comet_rt_status compressWith(int version, int entropy, int codec, int dtype,
 
   if (codec == COMET_RT_CODEC_SZ) {
     h.eb = eb;
+    h.flags = channelEb ? format::kFlagChannelBounds : 0;
     QuantParams qp;
     if (!quantParams(eb, qp))
       return COMET_RT_ERROR_INVALID_ARGUMENT;
     return dispatchDtype<CompressSzFn>(h.dtype, x, h, o, outCapacity, outSize,
-                                       entropy);
+                                       entropy, channelEb);
   }
   h.payloadBytes = codec == COMET_RT_CODEC_RAW ? bytes : ceilDiv(h.n, 8);
   uint64_t total = kHeaderSize + h.payloadBytes;
@@ -2684,6 +2745,31 @@ comet_rt_status compressWith(int version, int entropy, int codec, int dtype,
   else
     dispatchDtype<CompressMaskFn>(h.dtype, x, h.n, o + kHeaderSize);
   return COMET_RT_SUCCESS;
+}
+
+comet_rt_status compressWith(int version, int entropy, int codec, int dtype,
+                             const void *data, const uint64_t *dims,
+                             uint32_t rank, double eb, void *out,
+                             size_t outCapacity, size_t *outSize) {
+  return compressImpl(version, entropy, codec, dtype, data, dims, rank, eb,
+                      nullptr, out, outCapacity, outSize);
+}
+
+comet_rt_status compressChannels(int entropy, int dtype, const void *data,
+                                 const uint64_t *dims, uint32_t rank,
+                                 const double *eb, void *out,
+                                 size_t outCapacity, size_t *outSize) {
+  if (rank < 2 || !dims || dims[1] == 0 || !eb)
+    return COMET_RT_ERROR_INVALID_ARGUMENT;
+  double largest = 0;
+  for (uint64_t c = 0; c < dims[1]; ++c) {
+    QuantParams qp;
+    if (!quantParams(eb[c], qp))
+      return COMET_RT_ERROR_INVALID_ARGUMENT;
+    largest = std::max(largest, eb[c]);
+  }
+  return compressImpl(format::kFormatVersion, entropy, COMET_RT_CODEC_SZ, dtype,
+                      data, dims, rank, largest, eb, out, outCapacity, outSize);
 }
 
 comet_rt_status getInfo(const void *in, size_t inSize,
@@ -2714,6 +2800,7 @@ comet_rt_status getInfo(const void *in, size_t inSize,
   info->num_outliers = h.numOutliers;
   info->compressed_bytes = h.totalBytes;
   info->decompressed_bytes = h.n * dtypeSize(h.dtype);
+  info->channel_bounds = (h.flags & format::kFlagChannelBounds) ? 1 : 0;
   return COMET_RT_SUCCESS;
 }
 

@@ -69,6 +69,15 @@ comet_rt_status comet_rt_codec_compress_entropy(int entropy, int codec,
                            out_capacity, out_size);
 }
 
+comet_rt_status
+comet_rt_codec_compress_channels(int entropy, int dtype, const void *data,
+                                 const uint64_t *dims, uint32_t rank,
+                                 const double *eb, void *out,
+                                 size_t out_capacity, size_t *out_size) {
+  return cpu::compressChannels(entropy, dtype, data, dims, rank, eb, out,
+                               out_capacity, out_size);
+}
+
 comet_rt_status comet_rt_codec_set_isa(int isa) { return cpu::setIsa(isa); }
 
 int comet_rt_codec_active_isa(void) { return cpu::activeIsa(); }

@@ -694,6 +694,9 @@ __device__ comet_rt_status readHeader(const uint8_t *in, uint64_t inSize,
   comet_rt_status st = parseHeader(hb, inSize, h);
   if (st != COMET_RT_SUCCESS)
     return st;
+  // Bounds per channel are the CPU codec's alone (docs/codec-format.md).
+  if (h.flags & format::kFlagChannelBounds)
+    return COMET_RT_ERROR_UNSUPPORTED;
   const uint32_t es = dtypeSize(h.dtype);
   const uint64_t bytes = h.n * es;
   if (bytes > outCapacity)

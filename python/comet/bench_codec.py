@@ -107,6 +107,12 @@ class CodecLib:
         L.comet_rt_codec_set_entropy.argtypes = [ctypes.c_int]
         L.comet_rt_codec_get_entropy.restype = ctypes.c_int
         L.comet_rt_codec_get_entropy.argtypes = []
+        L.comet_rt_codec_compress_channels.restype = ctypes.c_int
+        L.comet_rt_codec_compress_channels.argtypes = [
+            ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32,
+            ctypes.POINTER(ctypes.c_double), ctypes.c_void_p, ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_size_t)]
 
     def set_isa(self, isa: str) -> None:
         """'auto', 'baseline' or 'avx2' (the bytes never depend on it)."""
@@ -147,6 +153,28 @@ class CodecLib:
             eb, out.ctypes.data, out.size, ctypes.byref(size))
         if st:
             raise CodecError(f"compress: {STATUS.get(st, st)}")
+        return out[: size.value]
+
+    def compress_channels(self, x: np.ndarray, ebs, dtype: str = "f32",
+                          entropy: str | None = None) -> np.ndarray:
+        """An sz stream with one bound per channel (dim 1 of x, ebs[c]),
+        under the entropy setting in force unless one is given."""
+        x = np.ascontiguousarray(x)
+        ebs = np.ascontiguousarray(ebs, dtype=np.float64)
+        if x.ndim < 2 or ebs.shape != (x.shape[1],):
+            raise CodecError("compress_channels: one bound per channel of dim 1")
+        dims = (ctypes.c_uint64 * x.ndim)(*x.shape)
+        cap = self.lib.comet_rt_codec_max_compressed_size(
+            CODECS["sz"], DTYPES[dtype], x.size) + 8 * x.shape[1]
+        out = np.empty(cap, dtype=np.uint8)
+        size = ctypes.c_size_t(0)
+        mode = ENTROPY[entropy] if entropy else self.lib.comet_rt_codec_get_entropy()
+        st = self.lib.comet_rt_codec_compress_channels(
+            mode, DTYPES[dtype], x.ctypes.data, dims, x.ndim,
+            ebs.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            out.ctypes.data, out.size, ctypes.byref(size))
+        if st:
+            raise CodecError(f"compress_channels: {STATUS.get(st, st)}")
         return out[: size.value]
 
     def decompress(self, stream: np.ndarray, out: np.ndarray) -> np.ndarray:

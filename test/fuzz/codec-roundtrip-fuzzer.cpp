@@ -3,8 +3,10 @@
 // The first byte picks the codec, dtype, eb and shape (1-D, or rows of 3, 8
 // or 29 so that the 2-D predictor runs); the rest is the tensor. The input's
 // size modulo 4 picks the entropy setting (auto, off, always, none), so that
-// coded chunks and the fixed-width chunks are tried on every input shape. The
-// stream must decode, and the sz guarantees must hold for every element.
+// coded chunks and the fixed-width chunks are tried on every input shape.
+// Bit 2 of the size gives an sz input with rows one bound per column (dim
+// 1): column c at ebs[(sel / 9 + c) % 8]. The stream must decode, and the sz
+// guarantees must hold for every element, each at its own bound.
 //
 //===----------------------------------------------------------------------===//
 #include "comet/runtime/codec.h"
@@ -66,10 +68,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (comet_rt_codec_set_entropy(int(size % 4)) != COMET_RT_SUCCESS)
     abort();
   std::vector<uint8_t> in(data + 1, data + 1 + n * es);
-  std::vector<uint8_t> s(comet_rt_codec_max_compressed_size(codec, dtype, n));
+  const bool channels = codec == COMET_RT_CODEC_SZ && w && (size & 4);
+  std::vector<double> colEb(w ? w : 1, eb);
+  if (channels)
+    for (uint64_t c = 0; c < w; ++c)
+      colEb[c] = ebs[(sel / 9 + c) % 8];
+  std::vector<uint8_t> s(comet_rt_codec_max_compressed_size(codec, dtype, n) +
+                         8 * w);
   size_t ssize = 0;
-  if (comet_rt_codec_compress(codec, dtype, in.data(), dims, rank, eb, s.data(),
-                              s.size(), &ssize) != COMET_RT_SUCCESS)
+  comet_rt_status st =
+      channels
+          ? comet_rt_codec_compress_channels(int(size % 4), dtype, in.data(),
+                                             dims, rank, colEb.data(), s.data(),
+                                             s.size(), &ssize)
+          : comet_rt_codec_compress(codec, dtype, in.data(), dims, rank, eb,
+                                    s.data(), s.size(), &ssize);
+  if (st != COMET_RT_SUCCESS)
     abort();
   std::vector<uint8_t> out(n * es);
   if (comet_rt_codec_decompress(s.data(), ssize, out.data(), out.size()) !=
@@ -87,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else if (x == 0.0f)
       ok = y == 0.0f;
     else
-      ok = std::fabs(double(x) - double(y)) <= eb;
+      ok = std::fabs(double(x) - double(y)) <= (channels ? colEb[i % w] : eb);
     if (!ok)
       abort();
   }

@@ -266,6 +266,24 @@ TEST(CodecFixedChunk, HostDecoderRefusesEntropyCodedVectors) {
   EXPECT_STREQ(v2ModeName(kV2Coded), "coded chunk");
 }
 
+// Streams with one bound per channel (even those in the fixed-width modes,
+// ch_bf16_rank2) are the CPU decoder's alone: refused, mode 0, nothing
+// written.
+TEST(CodecFixedChunk, HostDecoderRefusesChannelBounds) {
+  const std::string dir = std::string(COMET_CODEC_FIXTURE_DIR) + "/channels";
+  for (const char *name :
+       {"ch_f32_bn", "ch_f32_wide", "ch_bf16_rank2", "ch_f16_post_relu"}) {
+    SCOPED_TRACE(name);
+    const auto stream = readFile(dir + "/" + name + ".cmtc");
+    const auto output = readFile(dir + "/" + name + ".out");
+    HostDecoded d = hostDecode(stream, output.size());
+    ASSERT_EQ(d.st, COMET_RT_ERROR_UNSUPPORTED);
+    EXPECT_EQ(d.refusal.mode, 0u);
+    EXPECT_TRUE(std::all_of(d.out.begin(), d.out.end(),
+                            [](uint8_t b) { return b == kUntouched; }));
+  }
+}
+
 // Outliers where the format allows none, or out of order: corrupt to both
 // decoders (random damage rarely builds these).
 TEST(CodecFixedChunk, HostDecoderRejectsMisplacedOutliers) {

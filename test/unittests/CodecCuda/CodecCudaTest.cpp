@@ -284,6 +284,27 @@ TEST(CodecCudaFixtures, Version2StreamsDecodeOrAreRefused) {
   EXPECT_GE(decoded, 5u);
 }
 
+// Streams with one bound per channel are the CPU codec's: the GPU refuses
+// them, as its host emulation does, with nothing written.
+TEST(CodecCudaFixtures, ChannelBoundStreamsAreRefused) {
+  const std::string dir = std::string(COMET_CODEC_FIXTURE_DIR) + "/channels";
+  size_t refused = 0;
+  for (const char *name :
+       {"ch_f32_bn", "ch_f32_wide", "ch_bf16_rank2", "ch_f16_post_relu"}) {
+    SCOPED_TRACE(name);
+    Bytes stream = readFile(dir + "/" + name + ".cmtc");
+    Bytes output = readFile(dir + "/" + name + ".out");
+    Decoded d = gpuDecompress(stream, output.size());
+    ASSERT_EQ(hostEmulation(stream, output.size()).first,
+              COMET_RT_ERROR_UNSUPPORTED);
+    ASSERT_EQ(d.st, COMET_RT_ERROR_UNSUPPORTED);
+    EXPECT_TRUE(std::all_of(d.out.begin(), d.out.end(),
+                            [](uint8_t b) { return b == kGuardByte; }));
+    ++refused;
+  }
+  EXPECT_EQ(refused, 4u);
+}
+
 // The GPU decodes the CPU's streams under entropy none, and its own version
 // 2 streams, to the CPU decoder's bits: every dtype and data class, partial
 // and many chunks.

@@ -583,6 +583,8 @@ inline comet_rt_status decodeFixedStream(const uint8_t *in, uint64_t inSize,
   comet_rt_status st = parseHeader(in, inSize, h);
   if (st != COMET_RT_SUCCESS)
     return st;
+  if (h.flags & kFlagChannelBounds)
+    return COMET_RT_ERROR_UNSUPPORTED; // the CPU codec's alone
   const uint32_t es = dtypeSize(h.dtype);
   if (h.n * es > outCapacity)
     return COMET_RT_ERROR_BUFFER_TOO_SMALL;

@@ -209,6 +209,37 @@ COMET_HD bool quantParams(double eb, QuantParams &qp) {
   return sb < 0x7F800000u && sb != 0 && ib < 0x7F800000u && ib != 0;
 }
 
+// Header byte 9 (docs/codec-format.md, "Bounds per channel"): bit 0 marks a
+// version 2 sz stream with one bound per channel (dim 1) after the header.
+inline constexpr uint32_t kFlagChannelBounds = 1;
+
+// The bounds of a stream: one for every block, or one per channel (dim 1,
+// `inner` elements per channel and sample) where each block is quantized
+// at the smallest bound of the channels its elements fall in. Per block
+// rather than per element, so the quantizer's loops keep one step.
+struct Bounds {
+  QuantParams uniform;
+  const double *channel = nullptr; // `channels` bounds, or null
+  uint64_t channels = 0, inner = 1;
+  double minEb = 0; // the smallest channel bound
+
+  // The step of the block of len (>= 1) elements that starts at element i0.
+  COMET_HD QuantParams block(uint64_t i0, uint64_t len) const {
+    if (!channel)
+      return uniform;
+    const uint64_t k0 = i0 / inner, k1 = (i0 + len - 1) / inner;
+    double eb = minEb;
+    if (k1 - k0 + 1 < channels) {
+      eb = channel[k0 % channels];
+      for (uint64_t k = k0 + 1; k <= k1; ++k)
+        eb = channel[k % channels] < eb ? channel[k % channels] : eb;
+    }
+    QuantParams qp;
+    quantParams(eb, qp); // every channel bound was checked
+    return qp;
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // One IEEE operation each, round to nearest even.
 //===----------------------------------------------------------------------===//
@@ -391,6 +422,7 @@ struct Header {
   uint32_t version = kFormatVersion1;
   uint32_t codec = 0, dtype = 0, rank = 0;
   uint32_t blockSize = 0;
+  uint32_t flags = 0; // kFlagChannelBounds
   double eb = 0;
   uint64_t n = 0;
   uint64_t dims[kMaxRank] = {};
@@ -413,6 +445,7 @@ COMET_HD void encodeHeader(const Header &h, uint8_t *p) {
   p[6] = uint8_t(h.codec);
   p[7] = uint8_t(h.dtype);
   p[8] = uint8_t(h.rank);
+  p[9] = uint8_t(h.flags);
   storeU32(p + 12, h.blockSize);
   storeU64(p + 16, doubleBits(h.eb));
   storeU64(p + 24, h.n);
@@ -445,8 +478,9 @@ COMET_HD comet_rt_status parseHeader(const uint8_t *p, uint64_t inSize,
   h.dtype = p[7];
   h.rank = p[8];
   if (h.codec > COMET_RT_CODEC_MASK || h.dtype > COMET_RT_DTYPE_BF16 ||
-      h.rank > kMaxRank || p[9] || p[10] || p[11])
+      h.rank > kMaxRank || (p[9] & ~kFlagChannelBounds) || p[10] || p[11])
     return COMET_RT_ERROR_CORRUPT;
+  h.flags = p[9];
   h.blockSize = loadU32(p + 12);
   const uint64_t ebBits = loadU64(p + 16);
   h.eb = bitsDouble(ebBits);
@@ -481,9 +515,17 @@ COMET_HD comet_rt_status parseHeader(const uint8_t *p, uint64_t inSize,
     if (!quantParams(h.eb, qp) || h.numBlocks != ceilDiv(n, kChunkElems) ||
         h.numOutliers > n)
       return COMET_RT_ERROR_CORRUPT;
-    if (addOverflow(total, 4 * h.numBlocks, total) ||
+    // Channel bounds: a f64 per channel of dim 1 after the header.
+    uint64_t tableBytes = 0;
+    if ((h.flags & kFlagChannelBounds) &&
+        (h.rank < 2 || mulOverflow(h.dims[1], 8, tableBytes)))
+      return COMET_RT_ERROR_CORRUPT;
+    if (addOverflow(total, tableBytes, total) ||
+        addOverflow(total, 4 * h.numBlocks, total) ||
         addOverflow(total, h.payloadBytes, total))
       return COMET_RT_ERROR_CORRUPT;
+  } else if (h.flags) {
+    return COMET_RT_ERROR_CORRUPT; // channel bounds: version 2 sz only
   } else if (h.codec == COMET_RT_CODEC_SZ) {
     if (h.blockSize != kBlockSize)
       return COMET_RT_ERROR_UNSUPPORTED;

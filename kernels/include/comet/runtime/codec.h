@@ -46,6 +46,9 @@ typedef struct comet_rt_codec_info {
   uint64_t num_outliers;
   uint64_t compressed_bytes; /* the whole stream, header included */
   uint64_t decompressed_bytes;
+  /* 1: an sz stream with one bound per channel of dim 1 (eb is their
+   * largest; comet_rt_codec_compress_channels), else 0 */
+  uint32_t channel_bounds;
 } comet_rt_codec_info;
 
 /* Codec and dtype arguments are ints holding comet_rt_codec and
@@ -134,6 +137,23 @@ COMET_RT_API int comet_rt_codec_get_entropy(void);
 COMET_RT_API comet_rt_status comet_rt_codec_compress_entropy(
     int entropy, int codec, int dtype, const void *data, const uint64_t *dims,
     uint32_t rank, double eb, void *out, size_t out_capacity, size_t *out_size);
+
+/* An sz stream (format version 2) with one bound per channel: eb holds
+ * dims[1] bounds, each as comet_rt_codec_compress's, and element i of
+ * channel (i / prod(dims[2..rank))) % dims[1] is within its channel's bound.
+ * Each 64-element block is quantized at the smallest bound of the channels
+ * its elements fall in, so a channel shorter than a block gets the tightest
+ * bound among its neighbours there. A BatchNorm input whose channels differ
+ * in 1/std is stored at t / inv_std_c per channel instead of
+ * t / max(inv_std) for all. rank >= 2 and dims[1] >= 1, and entropy is a
+ * comet_rt_codec_entropy; COMET_RT_ERROR_INVALID_ARGUMENT otherwise. The
+ * stream is at most comet_rt_codec_max_compressed_size + 8 * dims[1] bytes.
+ * The CPU decoder reads it; the CUDA decoder refuses it with
+ * COMET_RT_ERROR_UNSUPPORTED. */
+COMET_RT_API comet_rt_status comet_rt_codec_compress_channels(
+    int entropy, int dtype, const void *data, const uint64_t *dims,
+    uint32_t rank, const double *eb, void *out, size_t out_capacity,
+    size_t *out_size);
 
 /* Parses and checks the header of the stream at in. */
 COMET_RT_API comet_rt_status comet_rt_codec_get_info(const void *in,

@@ -46,6 +46,11 @@ comet_rt_status compressWith(int version, int entropy, int codec, int dtype,
                              const void *data, const uint64_t *dims,
                              uint32_t rank, double eb, void *out,
                              size_t outCapacity, size_t *outSize);
+/// One bound per channel (dim 1) of an sz stream (format version 2).
+comet_rt_status compressChannels(int entropy, int dtype, const void *data,
+                                 const uint64_t *dims, uint32_t rank,
+                                 const double *eb, void *out,
+                                 size_t outCapacity, size_t *outSize);
 comet_rt_status setIsa(int isa);
 int activeIsa();
 comet_rt_status setEntropy(int entropy);
