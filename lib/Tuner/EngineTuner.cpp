@@ -5,6 +5,7 @@
 #include "comet/runtime/handles.h"
 #include "comet/runtime/slot_stats.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace comet;
@@ -193,12 +194,58 @@ SlotStats EngineTuner::collect(const SlotInfo &info, int64_t step) const {
   return s;
 }
 
+void EngineTuner::setChannelScales(const SlotInfo &info) const {
+  if (!bt.options().channelBounds || info.consumers.empty() ||
+      !llvm::all_of(info.consumers, [](const ConsumerInfo &c) {
+        return c.kind == ConsumerKind::BatchNorm;
+      }))
+    return;
+  // Each channel's largest 1/std over the slot's BatchNorm readers.
+  comet_rt_context *ctx = engine.runtimeContext();
+  std::vector<double> inv;
+  for (size_t c = 0; c < info.consumers.size(); ++c) {
+    int64_t n = comet_rt_slot_get_aux_channels(
+        ctx, info.slot, static_cast<int64_t>(c), nullptr, 0);
+    if (n <= 0 || (!inv.empty() && n != int64_t(inv.size())))
+      return;
+    std::vector<double> v(n);
+    comet_rt_slot_get_aux_channels(ctx, info.slot, static_cast<int64_t>(c),
+                                   v.data(), n);
+    if (inv.empty())
+      inv = std::move(v);
+    else
+      for (int64_t i = 0; i < n; ++i)
+        inv[i] = std::max(inv[i], v[i]);
+  }
+  double mx = 0;
+  for (double v : inv)
+    if (std::isfinite(v))
+      mx = std::max(mx, v);
+  if (!(mx > 0))
+    return;
+  // Channel c's xhat error at its bound eb * mx / inv_c is the slot's
+  // bound times mx, as the tightest channel's is; a channel without a
+  // finite positive 1/std keeps the slot's bound, and none goes past the
+  // tuner's largest bound.
+  const double eb = bt.currentEb(info.slot);
+  const double most =
+      eb > 0 ? std::max(1.0, bt.options().maxEb / eb) : double(1 << 20);
+  std::vector<double> scale(inv.size(), 1.0);
+  for (size_t i = 0; i < inv.size(); ++i)
+    if (std::isfinite(inv[i]) && inv[i] > 0)
+      scale[i] = std::clamp(mx / inv[i], 1.0, std::min(most, double(1 << 20)));
+  comet_rt_slot_set_channel_scale(ctx, info.slot, scale.data(),
+                                  static_cast<int64_t>(scale.size()));
+}
+
 std::map<int64_t, double> EngineTuner::afterStep(int64_t step) {
   if (collecting) {
     comet_rt_slot_stats_enable(engine.runtimeContext(), 0);
     collecting = false;
-    for (const SlotInfo &info : bt.slots())
+    for (const SlotInfo &info : bt.slots()) {
       bt.observe(info.slot, collect(info, step + 1));
+      setChannelScales(info);
+    }
   }
   // Before a stats step: this step's gradients, the first of the two
   // batches whose difference measures the minibatch noise.
@@ -220,6 +267,10 @@ std::map<int64_t, double> EngineTuner::afterStep(int64_t step) {
     changed = bt.retune(step + 1);
     for (auto [slot, eb] : changed)
       comet_rt_slot_set_eb(engine.runtimeContext(), slot, eb);
+    // The largest bound caps the channels' at the new slot bound.
+    for (const SlotInfo &info : bt.slots())
+      if (changed.count(info.slot))
+        setChannelScales(info);
   }
   return changed;
 }
@@ -301,6 +352,19 @@ llvm::json::Object EngineTuner::slotReport(int64_t slot) const {
     ebs.push_back(llvm::json::Object{{"step", h.step}, {"eb", h.value}});
   r["ratio_history"] = std::move(ratios);
   r["tuned_eb_history"] = std::move(ebs);
+  // The latest channel scales (one bound per channel): their count, median
+  // and largest.
+  std::vector<double> scale(static_cast<size_t>(
+      std::max<int64_t>(0, comet_rt_slot_get_channel_scale(
+                               engine.runtimeContext(), slot, nullptr, 0))));
+  if (!scale.empty()) {
+    comet_rt_slot_get_channel_scale(engine.runtimeContext(), slot, scale.data(),
+                                    int64_t(scale.size()));
+    std::sort(scale.begin(), scale.end());
+    r["channel_scales"] = int64_t(scale.size());
+    r["channel_scale_median"] = scale[scale.size() / 2];
+    r["channel_scale_max"] = scale.back();
+  }
   AveragedStats a = bt.averaged(slot);
   auto num = [](double v) -> llvm::json::Value {
     return std::isfinite(v) ? llvm::json::Value(v) : llvm::json::Value(nullptr);

@@ -914,6 +914,7 @@ NB_MODULE(_comet, m) {
       .def_rw("eb_min", &comet::tuner::TunerOptions::minEb)
       .def_rw("eb_max", &comet::tuner::TunerOptions::maxEb)
       .def_rw("eb_relative_range", &comet::tuner::TunerOptions::relativeRange)
+      .def_rw("channel_bounds", &comet::tuner::TunerOptions::channelBounds)
       .def("validate", [](const comet::tuner::TunerOptions &o) {
         return comet::tuner::validate(o);
       });

@@ -348,6 +348,34 @@ def test_noise_rule_reaches_the_bound_tuner(api):
         assert eb == pytest.approx(10 * bounds[1e-3][value], rel=1e-9)
 
 
+def test_channel_bounds_reach_the_bound_tuner(api):
+    """channel_bounds=True stores the activations that only BatchNorm reads
+    with one bound per channel: on the ResNet fixture the conv outputs that
+    feed a BatchNorm get smaller, the ReLU outputs (read by convolutions)
+    keep their single bound. A value that is not a bool is refused."""
+    folder = FIXTURES / "resnet"
+    sizes = {}
+    for on in (False, True):
+        module = api.Module(folder / "training_model.onnx",
+                            api.CheckpointState.load_checkpoint(folder / "checkpoint"),
+                            compress="adaptive", retune_interval=2, stats_interval=1,
+                            channel_bounds=on)
+        optimizer = api.Optimizer(folder / "optimizer_model.onnx", module)
+        for i in range(5):
+            module(*api_scenarios.batch(32, i))
+            optimizer.step()
+            module.lazy_reset_grad()
+        sizes[on] = {s["value"]: s["bytes_out"] for s in module.memory_stats()["sites"]
+                     if s["codec"] == "sz"}
+    conv = [v for v in sizes[True] if v.startswith("conv")]
+    assert len(conv) == 6
+    assert all(sizes[True][v] < sizes[False][v] for v in conv), sizes
+    with pytest.raises(TypeError, match="channel_bounds must be a bool"):
+        api.Module(folder / "training_model.onnx",
+                   api.CheckpointState.load_checkpoint(folder / "checkpoint"),
+                   compress="adaptive", channel_bounds=1)
+
+
 @pytest.mark.parametrize("compress", ["static", "adaptive"])
 def test_memory_stats_report_the_compression(api, compress):
     folder = FIXTURES / "resnet"

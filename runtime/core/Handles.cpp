@@ -12,6 +12,7 @@
 #include "comet/runtime/codec.h"
 #include "comet/runtime/handles.h"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <string>
@@ -22,6 +23,8 @@ namespace {
 struct SlotTable {
   std::mutex mu;
   std::vector<double> eb; // < 0: undefined
+  /// Per slot, each channel's bound over the slot's (empty: one bound).
+  std::vector<std::vector<double>> channelScale;
   std::vector<comet_rt_site_stats> sites;
   std::vector<int32_t> entropy;         // per site; -1: the codec's setting
   std::vector<int64_t> fixedWidthBytes; // per site; 0: not measured
@@ -49,8 +52,10 @@ SlotTable &table(comet_rt_context *ctx) {
 namespace comet::rt {
 
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
-                  int64_t slot, int64_t site, double eb, SiteConfig &out) {
+                  int64_t slot, int64_t site, double eb, int64_t channels,
+                  SiteConfig &out) {
   SlotTable &t = table(ctx);
+  std::vector<double> scale;
   {
     std::lock_guard<std::mutex> lock(t.mu);
     if (codec == COMET_RT_CODEC_SZ && slot >= 0) {
@@ -58,6 +63,7 @@ int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
       if (slotEb <= 0)
         slotEb = eb;
       eb = slotEb;
+      scale = at(t.channelScale, slot, std::vector<double>());
     }
     const comet_rt_site_stats none{0, 0, 0, 0, 0, 0, -1, 0};
     out.prevOut = at(t.sites, site, none).last_bytes_out;
@@ -70,6 +76,16 @@ int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
                 concat(op, ": the bound of site ", site,
                        " is not positive and finite"));
+  if (!scale.empty()) {
+    if (channels != static_cast<int64_t>(scale.size()))
+      return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                  concat(op, ": slot ", slot, " has ", scale.size(),
+                         " channel bounds, its tensor at site ", site, " ",
+                         channels, " channels"));
+    out.channelEb.resize(scale.size());
+    for (size_t c = 0; c < scale.size(); ++c)
+      out.channelEb[c] = eb * scale[c];
+  }
   return COMET_RT_SUCCESS;
 }
 
@@ -117,10 +133,49 @@ int32_t comet_rt_slot_set_eb(comet_rt_context *ctx, int64_t slot, double eb) {
   return COMET_RT_SUCCESS;
 }
 
+int32_t comet_rt_slot_set_channel_scale(comet_rt_context *ctx, int64_t slot,
+                                        const double *scale, int64_t n) {
+  if (slot < 0 || slot > (1 << 20) || n < 0 || n > (int64_t(1) << 24) ||
+      (n && !scale))
+    return comet::rt::fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                           "comet_rt_slot_set_channel_scale: bad slot or "
+                           "channel count");
+  // At least 1 and at most 2^20: the slot's bound stays the tightest, and
+  // every channel bound a valid one for a valid slot bound up to 1e-6 of
+  // the largest the codec takes.
+  for (int64_t c = 0; c < n; ++c)
+    if (!(scale[c] >= 1 && scale[c] <= double(1 << 20)))
+      return comet::rt::fail(
+          COMET_RT_ERROR_INVALID_ARGUMENT,
+          comet::rt::concat("comet_rt_slot_set_channel_scale: the scale of "
+                            "channel ",
+                            c, " is not in [1, 2^20]"));
+  SlotTable &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  grow(t.channelScale, slot, std::vector<double>()) =
+      std::vector<double>(scale, scale + n);
+  return COMET_RT_SUCCESS;
+}
+
+int64_t comet_rt_slot_get_channel_scale(comet_rt_context *ctx, int64_t slot,
+                                        double *out, int64_t capacity) {
+  if (capacity < 0 || (capacity && !out))
+    return -COMET_RT_ERROR_INVALID_ARGUMENT;
+  SlotTable &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  const std::vector<double> none;
+  const std::vector<double> &s =
+      slot >= 0 && size_t(slot) < t.channelScale.size() ? t.channelScale[slot]
+                                                        : none;
+  std::copy_n(s.begin(), std::min<int64_t>(capacity, int64_t(s.size())), out);
+  return int64_t(s.size());
+}
+
 void comet_rt_slots_reset(comet_rt_context *ctx) {
   SlotTable &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   t.eb.clear();
+  t.channelScale.clear();
   t.sites.clear();
   t.entropy.clear();
   t.fixedWidthBytes.clear();

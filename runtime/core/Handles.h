@@ -10,6 +10,7 @@
 #include "comet/runtime/context.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace comet::rt {
 
@@ -26,11 +27,19 @@ struct SiteConfig {
   /// Measure its fixed-width size too: an sz site's first compression
   /// while comet_rt_sites_measure_fixed_width is on.
   bool measureFixedWidth = false;
+  /// One bound per channel of dim 1 (eb times the slot's channel scales,
+  /// comet_rt_slot_set_channel_scale), or empty: one bound, eb. A backend
+  /// whose codec has no per-channel streams (CUDA) stores at eb, the
+  /// tightest of them.
+  std::vector<double> channelEb;
 };
-/// Fills `out` for a compress at `site` with compiled bound `eb`. Fails
-/// (op names the caller) when the bound is not positive and finite.
+/// Fills `out` for a compress at `site` with compiled bound `eb` of a
+/// tensor with `channels` channels (dim 1; -1 below rank 2). Fails (op
+/// names the caller) when the bound is not positive and finite, or when
+/// the slot's channel scales do not match the channels.
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
-                  int64_t slot, int64_t site, double eb, SiteConfig &out);
+                  int64_t slot, int64_t site, double eb, int64_t channels,
+                  SiteConfig &out);
 /// Counts one compress at site: bytesIn of f32 became bytesOut of block.
 void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
                 int64_t slot, double eb, int64_t bytesIn, int64_t bytesOut);

@@ -192,6 +192,9 @@ struct Table {
   /// the channel's coherent excess), which observe_max weights its
   /// per-channel values by.
   std::map<std::pair<int64_t, int64_t>, std::vector<double>> channelWeight;
+  /// Per (slot, consumer), observe_max's tensor, element-wise max since
+  /// the clear (comet_rt_slot_get_aux_channels).
+  std::map<std::pair<int64_t, int64_t>, std::vector<double>> auxChannels;
 };
 
 Table &table(comet_rt_context *ctx) {
@@ -503,6 +506,15 @@ int32_t observeMax(comet_rt_context *ctx, const slot_observe_max_args &a) {
         w += weight[i];
       }
     }
+  {
+    std::lock_guard<std::mutex> lock(tab->mu);
+    std::vector<double> &ch = tab->auxChannels[{slot, consumer}];
+    if (int64_t(ch.size()) != n)
+      ch.assign(n, -std::numeric_limits<double>::infinity());
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(p[i]))
+        ch[i] = std::max<double>(ch[i], p[i]);
+  }
   return update(*tab, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.aux_max = std::max(o.aux_max, mx);
     o.aux_weighted_sq_sum += wsq;
@@ -552,12 +564,28 @@ int32_t comet_rt_slot_get_observation(comet_rt_context *ctx, int64_t slot,
   return COMET_RT_SUCCESS;
 }
 
+int64_t comet_rt_slot_get_aux_channels(comet_rt_context *ctx, int64_t slot,
+                                       int64_t consumer, double *out,
+                                       int64_t capacity) {
+  if (!validKey(slot, consumer) || capacity < 0 || (capacity && !out))
+    return -COMET_RT_ERROR_INVALID_ARGUMENT;
+  Table &t = table(ctx);
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.auxChannels.find({slot, consumer});
+  if (it == t.auxChannels.end())
+    return 0;
+  const std::vector<double> &ch = it->second;
+  std::copy_n(ch.begin(), std::min<int64_t>(capacity, int64_t(ch.size())), out);
+  return int64_t(ch.size());
+}
+
 void comet_rt_slot_observations_clear(comet_rt_context *ctx) {
   Table &t = table(ctx);
   std::lock_guard<std::mutex> lock(t.mu);
   t.obs.clear();
   t.masks.clear();
   t.channelWeight.clear();
+  t.auxChannels.clear();
 }
 
 } // extern "C"

@@ -241,6 +241,13 @@ static cl::opt<double>
     ebRelRange("eb-relative-range",
                cl::desc("Also clamp to [static/F, static*F] (0: off)"),
                cl::init(tunerDefaults.relativeRange), cl::cat(cat));
+static cl::opt<bool> channelBounds(
+    "channel-bounds",
+    cl::desc("Adaptive: store an activation that only BatchNorm reads with "
+             "one bound per channel, eb * max(1/std) / (1/std of the "
+             "channel), so that every channel's normalized value has the "
+             "tightest channel's error (CPU; CUDA keeps one bound)"),
+    cl::init(tunerDefaults.channelBounds), cl::cat(cat));
 static cl::opt<std::string> profileOut(
     "profile-out",
     cl::desc("Write the measured statistics as a compress-activations "
@@ -517,6 +524,10 @@ runSettings(const comet::Engine &engine, const comet::EngineOptions &opts,
     out.push_back(RunSetting::text("comet.eb_relative_range",
                                    "--eb-relative-range",
                                    shown(t.relativeRange)));
+    // Only when on (checkpoints from before it lack it).
+    if (t.channelBounds)
+      out.push_back(
+          RunSetting::text("comet.channel_bounds", "--channel-bounds", "1"));
   }
   return out;
 }
@@ -588,11 +599,15 @@ int main(int argc, char **argv) {
     tunerOpts.minEb = ebMin;
     tunerOpts.maxEb = ebMax;
     tunerOpts.relativeRange = ebRelRange;
+    tunerOpts.channelBounds = channelBounds;
     std::string why = comet::tuner::validate(tunerOpts);
     if (!why.empty())
       return fail(why);
     if (!profileOut.empty() && compress != comet::CompressMode::Adaptive)
       return fail("--profile-out needs --compress adaptive");
+    if (channelBounds && compress != comet::CompressMode::Adaptive)
+      return fail("--channel-bounds needs --compress adaptive (the tuner "
+                  "sets the bounds per channel)");
     if (!measureErrorModel.empty() && compress == comet::CompressMode::None)
       return fail("--measure-error-model needs --compress static or adaptive");
   }
@@ -718,6 +733,14 @@ int main(int argc, char **argv) {
                                                  resumeState);
         !e.empty())
       return fail("--resume " + resumePath + ": " + e);
+    // Settings recorded only when on: one that is off here must not be on
+    // in the checkpoint.
+    if (const std::string *v =
+            resumed->properties.findString("comet.channel_bounds");
+        v && *v == "1" && !tunerOpts.channelBounds)
+      return fail("--resume " + resumePath +
+                  ": it was saved by a run with --channel-bounds, this run "
+                  "has it off; resuming would change the run");
     if (resumed->optimizerGroups.empty())
       return fail("--resume " + resumePath +
                   ": it holds no optimizer state, so the run cannot "
@@ -968,6 +991,7 @@ int main(int argc, char **argv) {
                          {"eb_min", to.minEb},
                          {"eb_max", to.maxEb},
                          {"relative_range", to.relativeRange},
+                         {"channel_bounds", to.channelBounds},
                          {"retunes", tuner->tuner().numRetunes()}};
       }
       if (!measureErrorModel.empty())

@@ -58,6 +58,9 @@ public:
 
   /// Reads the statistics of the step that just ran with collection on.
   tuner::SlotStats collect(const tuner::SlotInfo &info, int64_t step) const;
+  /// Under TunerOptions::channelBounds, sets the channel scales of a slot
+  /// that only BatchNorm reads from this stats step's 1/std per channel.
+  void setChannelScales(const tuner::SlotInfo &info) const;
 
 private:
   EngineTuner(Engine &e, tuner::BoundTuner t) : engine(e), bt(std::move(t)) {}

@@ -123,6 +123,10 @@ struct TunerOptions {
   double minEb = 1e-7, maxEb = 1e-1;
   /// When > 0, also clamp to [static / f, static * f].
   double relativeRange = 0;
+  /// One bound per channel for slots that only BatchNorm reads: channel c
+  /// at eb * max(inv_std) / inv_std_c, the same error in every channel's
+  /// xhat (the CPU codec's per-channel streams; CUDA keeps one bound).
+  bool channelBounds = false;
 };
 
 /// "" or what is wrong with `o` (a sentence naming the option flag).

@@ -315,9 +315,9 @@ class Module:
         assumed_sz_ratio: the sz ratio a budget assumes (3.0)
         bound_rule ("comet" | "acgc" | "noise"), bound_k, grad_magnitude,
         acgc_e, noise_fraction, retune_interval, stats_interval,
-        stats_window, eb_min, eb_max, eb_relative_range: the bound tuner of
-        compress="adaptive" (comet-train's flags of the same names; None
-        keeps the tuner's default, as the flag left out does)
+        stats_window, eb_min, eb_max, eb_relative_range, channel_bounds: the
+        bound tuner of compress="adaptive" (comet-train's flags of the same
+        names; None keeps the tuner's default, as the flag left out does)
         seed: the seed of the Dropout masks
         opt_level: LLVM's code generation level (0-3)
 
@@ -339,7 +339,8 @@ class Module:
                  noise_fraction: float | None = None, retune_interval: int | None = None,
                  stats_interval: int | None = None, stats_window: int | None = None,
                  eb_min: float | None = None, eb_max: float | None = None,
-                 eb_relative_range: float | None = None, recompute: bool = True,
+                 eb_relative_range: float | None = None,
+                 channel_bounds: bool | None = None, recompute: bool = True,
                  entropy_by_peak: bool = True, seed: int = 0, opt_level: int = 2):
         if not isinstance(state, CheckpointState):
             raise TypeError(f"state must be a CheckpointState, not {type(state).__name__}")
@@ -401,9 +402,13 @@ class Module:
                     ("stats_interval", stats_interval, int),
                     ("stats_window", stats_window, int), ("eb_min", eb_min, float),
                     ("eb_max", eb_max, float),
-                    ("eb_relative_range", eb_relative_range, float)):
-                if value is not None:
-                    setattr(t, name, kind(value))
+                    ("eb_relative_range", eb_relative_range, float),
+                    ("channel_bounds", channel_bounds, bool)):
+                if value is None:
+                    continue
+                if kind is bool and not isinstance(value, bool):
+                    raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+                setattr(t, name, kind(value))
             why = t.validate()
             if why:
                 # The tuner names its command-line flags: name the arguments.

@@ -45,29 +45,36 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
                     int64_t bytesIn, int32_t codec, int64_t slot, double eb,
                     int64_t site) {
   SiteConfig cfg;
-  if (siteBegin(ctx, op, codec, slot, site, eb, cfg) != COMET_RT_SUCCESS)
+  if (siteBegin(ctx, op, codec, slot, site, eb,
+                shape.size() >= 2 ? shape[1] : -1, cfg) != COMET_RT_SUCCESS)
     return 0;
   eb = cfg.eb;
   const int64_t prevOut = cfg.prevOut;
   const int32_t entropy = cfg.entropy;
   std::vector<uint64_t> dims(shape.begin(), shape.end());
   const uint32_t rank = static_cast<uint32_t>(dims.size());
+  const std::vector<double> &channelEb = cfg.channelEb;
+  auto encodeWith = [&](int32_t mode, void *out, size_t cap, size_t &size) {
+    if (!channelEb.empty())
+      return comet_rt_codec_compress_channels(
+          mode >= 0 ? mode : comet_rt_codec_get_entropy(), COMET_RT_DTYPE_F32,
+          data, dims.data(), rank, channelEb.data(), out, cap, &size);
+    return mode >= 0 ? comet_rt_codec_compress_entropy(
+                           mode, codec, COMET_RT_DTYPE_F32, data, dims.data(),
+                           rank, eb, out, cap, &size)
+                     : comet_rt_codec_compress(codec, COMET_RT_DTYPE_F32, data,
+                                               dims.data(), rank, eb, out, cap,
+                                               &size);
+  };
   auto encode = [&](void *out, size_t cap, size_t &size) {
-    return entropy >= 0 ? comet_rt_codec_compress_entropy(
-                              entropy, codec, COMET_RT_DTYPE_F32, data,
-                              dims.data(), rank, eb, out, cap, &size)
-                        : comet_rt_codec_compress(codec, COMET_RT_DTYPE_F32,
-                                                  data, dims.data(), rank, eb,
-                                                  out, cap, &size);
+    return encodeWith(entropy, out, cap, size);
   };
   // While the trainer weighs streams against the codec's time
   // (Trainer::chooseSiteEntropy), a site's first sz compression also
   // measures its stream without an entropy stage.
   if (cfg.measureFixedWidth) {
     size_t fixed = 0;
-    if (comet_rt_codec_compress_entropy(COMET_RT_CODEC_ENTROPY_NONE, codec,
-                                        COMET_RT_DTYPE_F32, data, dims.data(),
-                                        rank, eb, nullptr, 0, &fixed) ==
+    if (encodeWith(COMET_RT_CODEC_ENTROPY_NONE, nullptr, 0, fixed) ==
         COMET_RT_ERROR_BUFFER_TOO_SMALL)
       siteRecordFixedWidth(ctx, site,
                            static_cast<int64_t>(sizeof(HandleHeader) + fixed));
@@ -89,8 +96,9 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
   comet_rt_status st = COMET_RT_ERROR_BUFFER_TOO_SMALL;
   HandleHeader *hdr = nullptr;
   if (codec == COMET_RT_CODEC_SZ && prevOut > 0) {
-    size_t worst = comet_rt_codec_max_compressed_size(codec, COMET_RT_DTYPE_F32,
-                                                      static_cast<uint64_t>(n));
+    size_t worst = comet_rt_codec_max_compressed_size(
+                       codec, COMET_RT_DTYPE_F32, static_cast<uint64_t>(n)) +
+                   8 * channelEb.size();
     size_t guess = std::min(worst, size_t(prevOut) * 17 / 16 + 4096);
     hdr = static_cast<HandleHeader *>(comet_rt_alloc(
         ctx, sizeof(HandleHeader) + guess, COMET_RT_MEM_WORKSPACE));

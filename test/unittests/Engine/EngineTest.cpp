@@ -50,6 +50,86 @@ void batch(int64_t n, std::vector<float> &x, std::vector<int64_t> &y,
     y[i] = i % 10;
 }
 
+/// A contiguous rank-3 f32 memref [a, b, c] over data.
+struct Desc3 {
+  std::vector<int64_t> d;
+  comet_rt_memref m;
+  Desc3(float *data, int64_t a, int64_t b, int64_t c) {
+    d = {reinterpret_cast<int64_t>(data),
+         reinterpret_cast<int64_t>(data),
+         0,
+         a,
+         b,
+         c,
+         b * c,
+         c,
+         1};
+    m = {3, d.data()};
+  }
+};
+
+TEST(Handles, ChannelScalesGiveEachChannelItsBound) {
+  comet_rt_slots_reset(nullptr);
+  // [2, 3, 128]: channel c of both samples within 1e-3 * scale[c], 128
+  // elements a channel, so no block spans two.
+  const double scale[] = {1, 4, 10};
+  std::vector<float> x(2 * 3 * 128), y(x.size(), -1);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(0.37f * i) * float(1 + (i / 128) % 3);
+  Desc3 dx(x.data(), 2, 3, 128), dy(y.data(), 2, 3, 128);
+  ASSERT_EQ(comet_rt_slot_set_eb(nullptr, 5, 1e-3), 0);
+  ASSERT_EQ(comet_rt_slot_set_channel_scale(nullptr, 5, scale, 3), 0);
+  double got[3] = {};
+  EXPECT_EQ(comet_rt_slot_get_channel_scale(nullptr, 5, got, 3), 3);
+  EXPECT_EQ(got[2], 10.0);
+  int64_t h = _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ,
+                                             5, 1e-4, /*site=*/0);
+  ASSERT_NE(h, 0) << comet_rt_handles_last_error();
+  ASSERT_EQ(_mlir_ciface_comet_rt_decompress(nullptr, h, &dy.m), 0);
+  double worst[3] = {};
+  for (size_t i = 0; i < x.size(); ++i) {
+    size_t c = (i / 128) % 3;
+    double e = std::fabs(double(x[i]) - double(y[i]));
+    EXPECT_LE(e, 1e-3 * scale[c]) << i;
+    worst[c] = std::max(worst[c], e);
+  }
+  // The looser channels use their room: more than the slot's bound.
+  EXPECT_GT(worst[1], 1e-3);
+  EXPECT_GT(worst[2], 4e-3);
+  comet_rt_site_stats st;
+  ASSERT_EQ(comet_rt_site_get_stats(nullptr, 0, &st), 0);
+  EXPECT_DOUBLE_EQ(st.last_eb, 1e-3); // the slot's bound, the tightest
+  const int64_t oneBound = st.last_bytes_out;
+  _mlir_ciface_comet_rt_handle_free(nullptr, h);
+  // Back to one bound: a larger stream, every element within 1e-3.
+  ASSERT_EQ(comet_rt_slot_set_channel_scale(nullptr, 5, nullptr, 0), 0);
+  EXPECT_EQ(comet_rt_slot_get_channel_scale(nullptr, 5, nullptr, 0), 0);
+  h = _mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, 5, 1e-4,
+                                     /*site=*/0);
+  ASSERT_NE(h, 0);
+  ASSERT_EQ(comet_rt_site_get_stats(nullptr, 0, &st), 0);
+  EXPECT_GT(st.last_bytes_out, oneBound);
+  _mlir_ciface_comet_rt_handle_free(nullptr, h);
+  // Scales that do not match the tensor's channels: an error, no handle.
+  ASSERT_EQ(comet_rt_slot_set_channel_scale(nullptr, 5, scale, 2), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_compress(nullptr, &dx.m, COMET_RT_CODEC_SZ, 5,
+                                           1e-4, /*site=*/0),
+            0);
+  EXPECT_NE(std::string(comet_rt_handles_last_error()).find("2 channel bounds"),
+            std::string::npos)
+      << comet_rt_handles_last_error();
+  // Bad scales are refused and leave the slot as it was.
+  const double below[] = {1, 0.5, 2};
+  const double nan[] = {1, std::nan(""), 2};
+  EXPECT_NE(comet_rt_slot_set_channel_scale(nullptr, 5, below, 3), 0);
+  EXPECT_NE(comet_rt_slot_set_channel_scale(nullptr, 5, nan, 3), 0);
+  EXPECT_NE(comet_rt_slot_set_channel_scale(nullptr, -1, scale, 3), 0);
+  EXPECT_NE(comet_rt_slot_set_channel_scale(nullptr, 5, nullptr, 3), 0);
+  EXPECT_EQ(comet_rt_slot_get_channel_scale(nullptr, 5, nullptr, 0), 2);
+  comet_rt_slots_reset(nullptr);
+  EXPECT_EQ(comet_rt_slot_get_channel_scale(nullptr, 5, nullptr, 0), 0);
+}
+
 TEST(Handles, SzRoundTripWithinTheSlotBound) {
   comet_rt_slots_reset(nullptr);
   std::vector<float> x(64 * 32), y(64 * 32, -1);

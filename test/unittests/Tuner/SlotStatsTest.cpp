@@ -72,6 +72,32 @@ TEST(SlotStats, NoOpWhenOffThenSums) {
   EXPECT_TRUE(std::isinf(o.aux_max));
 }
 
+TEST(SlotStats, AuxChannelsKeepEachChannelsLargest) {
+  comet_rt_slot_observations_clear(nullptr);
+  comet_rt_slot_stats_enable(nullptr, 1);
+  std::vector<float> a = {0.5f, 3.0f, NAN}, b = {0.7f, 1.0f, 2.0f};
+  Memref1D ma(a), mb(b);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_max(nullptr, &ma.m, 6, 0), 0);
+  EXPECT_EQ(_mlir_ciface_comet_rt_slot_observe_max(nullptr, &mb.m, 6, 0), 0);
+  comet_rt_slot_stats_enable(nullptr, 0);
+  std::vector<double> got(3);
+  ASSERT_EQ(comet_rt_slot_get_aux_channels(nullptr, 6, 0, got.data(), 3), 3);
+  EXPECT_DOUBLE_EQ(got[0], 0.7f);
+  EXPECT_DOUBLE_EQ(got[1], 3.0);
+  EXPECT_DOUBLE_EQ(got[2], 2.0);
+  // A short buffer gets a prefix; the count stays the tensor's.
+  double one = 0;
+  EXPECT_EQ(comet_rt_slot_get_aux_channels(nullptr, 6, 0, &one, 1), 3);
+  EXPECT_DOUBLE_EQ(one, 0.7f);
+  EXPECT_EQ(comet_rt_slot_get_aux_channels(nullptr, 6, 1, nullptr, 0), 0);
+  EXPECT_EQ(comet_rt_slot_get_aux_channels(nullptr, -1, 0, nullptr, 0),
+            -COMET_RT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(comet_rt_slot_get_aux_channels(nullptr, 6, 0, nullptr, 3),
+            -COMET_RT_ERROR_INVALID_ARGUMENT);
+  comet_rt_slot_observations_clear(nullptr);
+  EXPECT_EQ(comet_rt_slot_get_aux_channels(nullptr, 6, 0, nullptr, 0), 0);
+}
+
 TEST(SlotStats, RejectsBadArguments) {
   std::vector<float> x = {1, 2};
   Memref1D mx(x);

@@ -38,6 +38,22 @@ COMET_RT_API double comet_rt_slot_get_eb(comet_rt_context *ctx, int64_t slot);
 /* Sets the bound of slot (> 0 and finite); returns 0 or an error code. */
 COMET_RT_API int32_t comet_rt_slot_set_eb(comet_rt_context *ctx, int64_t slot,
                                           double eb);
+/* One bound per channel (dim 1) for slot: channel c of its tensor is
+ * stored within eb * scale[c], eb the slot's bound (comet_rt_slot_set_eb,
+ * which stays the tightest: every scale is in [1, 2^20]). n = 0 goes back
+ * to one bound. A compress of the slot fails when its tensor's dim 1 is not
+ * n. The CPU codec writes one bound per channel (docs/codec-format.md,
+ * "Bounds per channel"); the CUDA backend stores such a slot at eb. Returns
+ * 0 or an error code. */
+COMET_RT_API int32_t comet_rt_slot_set_channel_scale(comet_rt_context *ctx,
+                                                     int64_t slot,
+                                                     const double *scale,
+                                                     int64_t n);
+/* Copies up to capacity of slot's channel scales to out; returns how many
+ * it has (0: one bound), or -COMET_RT_ERROR_INVALID_ARGUMENT. */
+COMET_RT_API int64_t comet_rt_slot_get_channel_scale(comet_rt_context *ctx,
+                                                     int64_t slot, double *out,
+                                                     int64_t capacity);
 /* Forgets every slot and every site's statistics. */
 COMET_RT_API void comet_rt_slots_reset(comet_rt_context *ctx);
 

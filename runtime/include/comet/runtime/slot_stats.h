@@ -141,6 +141,17 @@ COMET_RT_API int32_t
 comet_rt_slot_get_observation(comet_rt_context *ctx, int64_t slot,
                               int64_t consumer, comet_rt_slot_observation *out);
 
+/* observe_max's tensor of (slot, consumer) element by element, the largest
+ * value of each element (non-finite ones skipped, -inf where none) since
+ * the clear: a BatchNorm's 1/std per channel. Copies up to capacity values
+ * to out and returns how many the tensor has (0 if none was observed), or
+ * -COMET_RT_ERROR_INVALID_ARGUMENT for a bad slot, consumer or buffer. */
+COMET_RT_API int64_t comet_rt_slot_get_aux_channels(comet_rt_context *ctx,
+                                                    int64_t slot,
+                                                    int64_t consumer,
+                                                    double *out,
+                                                    int64_t capacity);
+
 /* Forgets every observation (collection stays as it is). */
 COMET_RT_API void comet_rt_slot_observations_clear(comet_rt_context *ctx);
 
