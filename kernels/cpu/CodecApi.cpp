@@ -78,6 +78,18 @@ comet_rt_codec_compress_channels(int entropy, int dtype, const void *data,
                                out_capacity, out_size);
 }
 
+int comet_rt_codec_channel_bounds_pay(const uint64_t *dims, uint32_t rank) {
+  if (!dims || rank < 2 || rank > COMET_RT_CODEC_MAX_RANK || dims[1] < 2)
+    return 0;
+  uint64_t inner = 1;
+  for (uint32_t i = 2; i < rank; ++i) {
+    if (dims[i] >= 16)
+      return 1;
+    inner *= dims[i];
+  }
+  return inner >= 16;
+}
+
 comet_rt_status comet_rt_codec_set_isa(int isa) { return cpu::setIsa(isa); }
 
 int comet_rt_codec_active_isa(void) { return cpu::activeIsa(); }

@@ -107,6 +107,9 @@ class CodecLib:
         L.comet_rt_codec_set_entropy.argtypes = [ctypes.c_int]
         L.comet_rt_codec_get_entropy.restype = ctypes.c_int
         L.comet_rt_codec_get_entropy.argtypes = []
+        L.comet_rt_codec_channel_bounds_pay.restype = ctypes.c_int
+        L.comet_rt_codec_channel_bounds_pay.argtypes = [
+            ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32]
         L.comet_rt_codec_compress_channels.restype = ctypes.c_int
         L.comet_rt_codec_compress_channels.argtypes = [
             ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
@@ -154,6 +157,12 @@ class CodecLib:
         if st:
             raise CodecError(f"compress: {STATUS.get(st, st)}")
         return out[: size.value]
+
+    def channel_bounds_pay(self, shape) -> bool:
+        """Whether the runtime stores a tensor of this shape with one bound
+        per channel (comet_rt_codec_channel_bounds_pay)."""
+        dims = (ctypes.c_uint64 * max(1, len(shape)))(*shape)
+        return bool(self.lib.comet_rt_codec_channel_bounds_pay(dims, len(shape)))
 
     def compress_channels(self, x: np.ndarray, ebs, dtype: str = "f32",
                           entropy: str | None = None) -> np.ndarray:

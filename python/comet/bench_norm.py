@@ -1,4 +1,4 @@
-"""What one bound per channel would gain on the values normalizations read.
+"""What one bound per channel gains on the values normalizations read.
 
 A BatchNorm (LayerNorm) input X reaches the backward pass as
 xhat = (X - mean) * inv_std, per channel (per row). An error E in the stored X
@@ -6,9 +6,15 @@ becomes inv_std * E in xhat, so with one bound for the whole tensor the
 largest inv_std sets it: eb = t / max(inv_std) for an error of at most t in
 every xhat. Stored normalized, X * inv_std with the bound t, every channel's
 xhat error is at most t too, and the channels with a smaller inv_std are
-stored at a looser bound. This measures the bytes of both with COMET's codec
-on the inputs of every normalization of the models' training graphs, run in
-ONNX Runtime on Fashion-MNIST test images, at each target t:
+stored at a looser bound. The codec's streams with one bound per channel
+(t / inv_std_c; docs/codec-format.md, "Bounds per channel", what the tuner's
+--channel-bounds writes) give a BatchNorm input the same per channel,
+without the multiply, each 64-value block at the smallest bound of its
+channels; as in the runtime, a tensor with fewer than 16 values a channel
+and sample keeps one bound (comet_rt_codec_channel_bounds_pay). This measures the bytes of the three with COMET's codec on the
+inputs of every normalization of the models' training graphs, run in ONNX
+Runtime on Fashion-MNIST test images, at each target t (per channel:
+BatchNorm inputs only, a LayerNorm's inv_std being per row):
 
     .venv/bin/python -m comet.bench_norm --models cnn resnet transformer \\
         build/models/resnet18 build/models/mobilenet_v2 --targets 0.01 0.1 \\
@@ -17,8 +23,8 @@ ONNX Runtime on Fashion-MNIST test images, at each target t:
 --trained-steps N also measures with the weights after N steps of
 comet-train with its defaults (static compression, the folder's optimizer),
 where the channels
-have drifted apart from the initial weights'. Both forms are decoded again
-and their largest xhat error checked against t. Prints a table per tensor
+have drifted apart from the initial weights'. Every form is decoded again
+and its largest xhat error checked against t. Prints a table per tensor
 and per model, then one JSON line.
 """
 
@@ -74,9 +80,11 @@ def inv_std(x: np.ndarray, axis: int | None, eps: float) -> np.ndarray:
     return (1.0 / np.sqrt(var + eps)).astype(np.float32)
 
 
-def measure(lib: CodecLib, x: np.ndarray, inv: np.ndarray, t: float) -> dict:
-    """Bytes of x at one bound (t / max inv_std) and normalized (t), and the
-    largest xhat error each gives."""
+def measure(lib: CodecLib, x: np.ndarray, inv: np.ndarray, t: float,
+            per_channel: bool = False) -> dict:
+    """Bytes of x at one bound (t / max inv_std) and normalized (t), and,
+    with per_channel (inv of shape [1, C, 1, ...], a BatchNorm's), at one
+    bound per channel (t / inv_std_c); the largest xhat error each gives."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     top = float(inv.max())
     eb = t / top
@@ -92,7 +100,24 @@ def measure(lib: CodecLib, x: np.ndarray, inv: np.ndarray, t: float) -> dict:
     if err_u > t * (1 + 1e-5) + slack or err_n > t * (1 + 1e-5) + slack:
         raise RuntimeError(f"xhat error over the target {t}: one bound "
                              f"{err_u:.3g}, normalized {err_n:.3g}")
-    return {"target": t, "eb_uniform": eb, "bytes_in": x.nbytes,
+    channels = {}
+    if per_channel:
+        # Where the table does not pay, the runtime stores one bound.
+        pays = lib.channel_bounds_pay(x.shape)
+        ebs = (t / inv.astype(np.float64)).reshape(-1)
+        s_ch = lib.compress_channels(x, ebs).copy() if pays else s_uniform
+        back_c = lib.decompress(s_ch, np.empty_like(x))
+        # Each element within its channel's bound, so its xhat error is at
+        # most t up to the float rounding of t / inv_c.
+        err_c = float(np.max(np.abs(back_c.astype(np.float64) - x) * inv))
+        if err_c > t * (1 + 1e-6):
+            raise RuntimeError(f"xhat error over the target {t}: per "
+                               f"channel {err_c:.3g}")
+        channels = {"channel_bounds": pays, "bytes_channels": int(s_ch.size),
+                    "ratio_channels": x.nbytes / s_ch.size,
+                    "gain_channels": s_uniform.size / s_ch.size,
+                    "max_xhat_err_channels": err_c}
+    return {"target": t, "eb_uniform": eb, "bytes_in": x.nbytes, **channels,
             "bytes_uniform": int(s_uniform.size), "bytes_normalized":
             int(s_norm.size), "ratio_uniform": x.nbytes / s_uniform.size,
             "ratio_normalized": x.nbytes / s_norm.size,
@@ -155,7 +180,8 @@ def run(models, targets, lib, batch=64, trained_steps=0, comet_train=None,
                     inv = inv_std(x, w["axis"], w["epsilon"])
                     spread = float(inv.max() / np.median(inv))
                     for t in targets:
-                        r = measure(lib, x, inv, t)
+                        r = measure(lib, x, inv, t,
+                                    per_channel=w["axis"] is None)
                         rows.append({"model": d.name, "weights": label,
                                      "value": w["value"], "op": w["op"],
                                      "groups": int(inv.size),
@@ -170,31 +196,49 @@ def totals(rows: list[dict]) -> list[dict]:
     acc: dict[tuple, list] = {}
     for r in rows:
         k = (r["model"], r["weights"], r["target"])
-        a = acc.setdefault(k, [0, 0, 0, 0])
+        a = acc.setdefault(k, [0, 0, 0, 0, 0])
         a[0] += r["bytes_in"]
         a[1] += r["bytes_uniform"]
         a[2] += r["bytes_normalized"]
         a[3] += 1
+        # Per channel where every input has it (BatchNorm), else None.
+        a[4] = (a[4] + r["bytes_channels"]
+                if a[4] is not None and "bytes_channels" in r else None)
     return [{"model": m, "weights": w, "target": t, "inputs": n,
-             "ratio_uniform": b / u, "ratio_normalized": b / z, "gain": u / z}
-            for (m, w, t), (b, u, z, n) in acc.items()]
+             "ratio_uniform": b / u, "ratio_normalized": b / z, "gain": u / z,
+             "ratio_channels": b / c if c else None,
+             "gain_channels": u / c if c else None}
+            for (m, w, t), (b, u, z, n, c) in acc.items()]
+
+
+def _ratio(v) -> str:
+    return f"{v:.2f}x" if v else "-"
+
+
+def _gain(v) -> str:
+    return f"{v:.3f}" if v else "-"
 
 
 def format_tables(result: dict) -> str:
     lines = ["| model | weights | input | groups | max/median inv_std | t | "
-             "one bound | normalized | gain |", "|" + "---|" * 9]
+             "one bound | per channel | normalized | gain (channel) | "
+             "gain (normalized) |", "|" + "---|" * 11]
     for r in result["rows"]:
         lines.append(
             f"| {r['model']} | {r['weights']} | {r['value']} | {r['groups']} "
             f"| {r['max_over_median_inv_std']:.2f} | {r['target']:g} | "
-            f"{r['ratio_uniform']:.2f}x | {r['ratio_normalized']:.2f}x | "
-            f"{r['gain']:.3f} |")
-    lines += ["", "| model | weights | inputs | t | one bound | normalized "
-              "| gain |", "|" + "---|" * 7]
+            f"{r['ratio_uniform']:.2f}x | {_ratio(r.get('ratio_channels'))} | "
+            f"{r['ratio_normalized']:.2f}x | "
+            f"{_gain(r.get('gain_channels'))} | {r['gain']:.3f} |")
+    lines += ["", "| model | weights | inputs | t | one bound | per channel "
+              "| normalized | gain (channel) | gain (normalized) |",
+              "|" + "---|" * 9]
     for r in result["totals"]:
         lines.append(f"| {r['model']} | {r['weights']} | {r['inputs']} | "
                      f"{r['target']:g} | {r['ratio_uniform']:.2f}x | "
-                     f"{r['ratio_normalized']:.2f}x | {r['gain']:.3f} |")
+                     f"{_ratio(r['ratio_channels'])} | "
+                     f"{r['ratio_normalized']:.2f}x | "
+                     f"{_gain(r['gain_channels'])} | {r['gain']:.3f} |")
     return "\n".join(lines)
 
 

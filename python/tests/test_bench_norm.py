@@ -55,6 +55,26 @@ def test_normalized_storage_gains_where_channels_differ_and_keeps_the_target():
 
 
 @needs_lib
+def test_codec_bounds_per_channel_gain_as_normalized_storage_does():
+    """The codec's per-channel streams: every xhat within t, with no float
+    slack (each element within its own channel's bound), and on 16x16
+    channels (no block spans two) about the gain of the value stored
+    normalized; equal channels gain nothing."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(0, 1, (8, 4, 16, 16)).astype(np.float32)
+    x[:, 0] *= 0.1
+    inv = bench.inv_std(x, None, 1e-5)
+    r = bench.measure(LIB, x, inv, 0.05, per_channel=True)
+    assert r["max_xhat_err_channels"] <= 0.05 * (1 + 1e-6)
+    assert r["gain_channels"] > 1.3
+    assert r["gain_channels"] == pytest.approx(r["gain"], rel=0.05)
+    same = np.ascontiguousarray(np.repeat(x[:, :1] * 10, 4, axis=1))
+    r2 = bench.measure(LIB, same, bench.inv_std(same, None, 1e-5), 0.05,
+                       per_channel=True)
+    assert r2["gain_channels"] == pytest.approx(1.0, abs=0.02)
+
+
+@needs_lib
 def test_cli_on_the_cnn_fixture(tmp_path, capsys):
     out = tmp_path / "n.json"
     assert bench.main(["--models", "cnn", "--targets", "0.1", "--batch", "16",
@@ -63,8 +83,10 @@ def test_cli_on_the_cnn_fixture(tmp_path, capsys):
     assert len(result["rows"]) == 2 and len(result["totals"]) == 1
     t = result["totals"][0]
     assert t["model"] == "cnn" and t["inputs"] == 2 and t["gain"] > 1.0
+    assert t["gain_channels"] > 1.0
     for r in result["rows"]:
         assert r["max_xhat_err_normalized"] <= 0.1 * (1 + 1e-4)
+        assert r["max_xhat_err_channels"] <= 0.1 * (1 + 1e-6)
     printed = capsys.readouterr().out
     assert "| cnn | initial | 2 | 0.1 |" in printed
 

@@ -52,8 +52,8 @@ SlotTable &table(comet_rt_context *ctx) {
 namespace comet::rt {
 
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
-                  int64_t slot, int64_t site, double eb, int64_t channels,
-                  SiteConfig &out) {
+                  int64_t slot, int64_t site, double eb,
+                  const std::vector<int64_t> &shape, SiteConfig &out) {
   SlotTable &t = table(ctx);
   std::vector<double> scale;
   {
@@ -77,11 +77,16 @@ int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
                 concat(op, ": the bound of site ", site,
                        " is not positive and finite"));
   if (!scale.empty()) {
+    const int64_t channels = shape.size() >= 2 ? shape[1] : -1;
     if (channels != static_cast<int64_t>(scale.size()))
       return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
                   concat(op, ": slot ", slot, " has ", scale.size(),
                          " channel bounds, its tensor at site ", site, " ",
                          channels, " channels"));
+    std::vector<uint64_t> dims(shape.begin(), shape.end());
+    if (!comet_rt_codec_channel_bounds_pay(dims.data(),
+                                           static_cast<uint32_t>(dims.size())))
+      return COMET_RT_SUCCESS; // one bound, eb: the tightest
     out.channelEb.resize(scale.size());
     for (size_t c = 0; c < scale.size(); ++c)
       out.channelEb[c] = eb * scale[c];

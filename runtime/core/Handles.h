@@ -34,12 +34,13 @@ struct SiteConfig {
   std::vector<double> channelEb;
 };
 /// Fills `out` for a compress at `site` with compiled bound `eb` of a
-/// tensor with `channels` channels (dim 1; -1 below rank 2). Fails (op
-/// names the caller) when the bound is not positive and finite, or when
-/// the slot's channel scales do not match the channels.
+/// tensor of `shape`. Fails (op names the caller) when the bound is not
+/// positive and finite, or when the slot's channel scales do not match the
+/// tensor's channels (dim 1). Channel bounds are given only where they pay
+/// (comet_rt_codec_channel_bounds_pay).
 int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
-                  int64_t slot, int64_t site, double eb, int64_t channels,
-                  SiteConfig &out);
+                  int64_t slot, int64_t site, double eb,
+                  const std::vector<int64_t> &shape, SiteConfig &out);
 /// Counts one compress at site: bytesIn of f32 became bytesOut of block.
 void siteRecord(comet_rt_context *ctx, int64_t site, int32_t codec,
                 int64_t slot, double eb, int64_t bytesIn, int64_t bytesOut);

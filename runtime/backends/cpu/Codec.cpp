@@ -45,8 +45,7 @@ int64_t compressF32(comet_rt_context *ctx, const char *op, const float *data,
                     int64_t bytesIn, int32_t codec, int64_t slot, double eb,
                     int64_t site) {
   SiteConfig cfg;
-  if (siteBegin(ctx, op, codec, slot, site, eb,
-                shape.size() >= 2 ? shape[1] : -1, cfg) != COMET_RT_SUCCESS)
+  if (siteBegin(ctx, op, codec, slot, site, eb, shape, cfg) != COMET_RT_SUCCESS)
     return 0;
   eb = cfg.eb;
   const int64_t prevOut = cfg.prevOut;

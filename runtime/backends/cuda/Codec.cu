@@ -44,8 +44,8 @@ int64_t compressDevice(comet_rt_context *ctx, const char *op, const float *x,
   // A slot with one bound per channel is stored at cfg.eb, the tightest of
   // them: the CUDA codec writes one bound per stream.
   SiteConfig cfg;
-  if (siteBegin(ctx, op, codec, slot, site, eb,
-                shape.size() >= 2 ? shape[1] : -1, cfg) != COMET_RT_SUCCESS)
+  if (siteBegin(ctx, op, codec, slot, site, eb, shape, cfg) !=
+      COMET_RT_SUCCESS)
     return 0;
   eb = cfg.eb;
   int64_t n = product(shape, 0, shape.size());

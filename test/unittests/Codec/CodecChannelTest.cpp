@@ -198,6 +198,24 @@ TEST(CodecChannels, ABlockTakesTheSmallestBoundOfItsChannels) {
   EXPECT_LE(worst0, 1e-2);
 }
 
+TEST(CodecChannels, WhereTheyPay) {
+  auto pays = [](std::vector<uint64_t> d) {
+    return comet_rt_codec_channel_bounds_pay(d.data(), uint32_t(d.size()));
+  };
+  EXPECT_EQ(pays({64, 32, 4, 4}), 1); // 16 a channel and sample
+  EXPECT_EQ(pays({64, 32, 16}), 1);
+  EXPECT_EQ(pays({64, 32, 28, 28}), 1);
+  EXPECT_EQ(pays({64, 960, 1, 1}), 0); // a block spans 64 channels
+  EXPECT_EQ(pays({64, 32, 2, 2}), 0);
+  EXPECT_EQ(pays({64, 32, 3, 5}), 0);
+  EXPECT_EQ(pays({64, 32}), 0);
+  EXPECT_EQ(pays({64, 1, 32, 32}), 0); // one channel: nothing to vary
+  EXPECT_EQ(pays({4096}), 0);
+  EXPECT_EQ(comet_rt_codec_channel_bounds_pay(nullptr, 4), 0);
+  const uint64_t nine[9] = {1, 2, 16, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(comet_rt_codec_channel_bounds_pay(nine, 9), 0); // rank > 8
+}
+
 TEST(CodecChannels, BadArgumentsAreRefused) {
   std::vector<float> x(24, 1.0f);
   std::vector<uint8_t> out(4096);

@@ -155,6 +155,18 @@ COMET_RT_API comet_rt_status comet_rt_codec_compress_channels(
     uint32_t rank, const double *eb, void *out, size_t out_capacity,
     size_t *out_size);
 
+/* Whether one bound per channel can pay for its table on a tensor of these
+ * dims: rank >= 2, at least 2 channels, and at least 16 elements per
+ * channel and sample (dims 2 and up). With fewer, a 64-element block spans
+ * more than four channels and takes the smallest of their bounds, and the
+ * table (8 bytes a channel, 64 / (dims[0] * inner) bits a value) costs more
+ * than the looser channels save: on MobileNetV2's 1x1 maps at batch 64 the
+ * per-channel stream is 10-17 % larger than the one-bound one
+ * (docs/benchmarks.md). The runtime stores a slot's tensor with one bound
+ * where this is 0. */
+COMET_RT_API int comet_rt_codec_channel_bounds_pay(const uint64_t *dims,
+                                                   uint32_t rank);
+
 /* Parses and checks the header of the stream at in. */
 COMET_RT_API comet_rt_status comet_rt_codec_get_info(const void *in,
                                                      size_t in_size,
