@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 using namespace comet;
 using namespace comet::tuner;
@@ -275,14 +276,63 @@ std::map<int64_t, double> EngineTuner::afterStep(int64_t step) {
   return changed;
 }
 
+// The section after the bound tuner's state that holds the channel scales
+// (--channel-bounds): "<slot> <n> <scale>..." per slot that has them.
+static constexpr llvm::StringLiteral kChannelSection = "\ncomet-channel-scales";
+
+std::string EngineTuner::saveState() const {
+  std::string out = bt.saveState();
+  if (!bt.options().channelBounds)
+    return out;
+  out += kChannelSection;
+  comet_rt_context *ctx = engine.runtimeContext();
+  for (const SlotInfo &info : bt.slots()) {
+    int64_t n = comet_rt_slot_get_channel_scale(ctx, info.slot, nullptr, 0);
+    if (n <= 0)
+      continue;
+    std::vector<double> scale(n);
+    comet_rt_slot_get_channel_scale(ctx, info.slot, scale.data(), n);
+    out += "\n" + std::to_string(info.slot) + " " + std::to_string(n);
+    char buf[32];
+    for (double v : scale) {
+      std::snprintf(buf, sizeof(buf), " %.17g", v); // round-trips exactly
+      out += buf;
+    }
+  }
+  return out;
+}
+
 Error EngineTuner::restoreState(const std::string &text) {
-  std::string why = bt.restoreState(text);
+  llvm::StringRef all(text), channels;
+  if (size_t at = all.find(kChannelSection); at != llvm::StringRef::npos) {
+    channels = all.substr(at + kChannelSection.size());
+    all = all.take_front(at);
+  }
+  std::string why = bt.restoreState(all.str());
   if (!why.empty())
     return err(why);
+  comet_rt_context *ctx = engine.runtimeContext();
   for (const SlotInfo &info : bt.slots())
-    if (comet_rt_slot_set_eb(engine.runtimeContext(), info.slot,
-                             bt.currentEb(info.slot)) != 0)
+    if (comet_rt_slot_set_eb(ctx, info.slot, bt.currentEb(info.slot)) != 0)
       return err("cannot set the bound of slot " + llvm::Twine(info.slot));
+  // The channel scales the run had, so that it goes on exactly.
+  llvm::SmallVector<llvm::StringRef> lines;
+  channels.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef> words;
+    line.split(words, ' ', -1, /*KeepEmpty=*/false);
+    int64_t slot = -1, n = -1;
+    if (words.size() < 2 || words[0].getAsInteger(10, slot) ||
+        words[1].getAsInteger(10, n) ||
+        n != static_cast<int64_t>(words.size()) - 2)
+      return err("the bound tuner's saved channel scales are malformed");
+    std::vector<double> scale(n);
+    for (int64_t i = 0; i < n; ++i)
+      if (words[2 + i].getAsDouble(scale[i]))
+        return err("the bound tuner's saved channel scales are malformed");
+    if (comet_rt_slot_set_channel_scale(ctx, slot, scale.data(), n) != 0)
+      return err("cannot set the channel scales of slot " + llvm::Twine(slot));
+  }
   return Error::success();
 }
 

@@ -49,8 +49,9 @@ public:
   llvm::json::Object slotReport(int64_t slot) const;
 
   // ---- checkpoints ----
-  /// The bound tuner's state (BoundTuner::saveState), for a checkpoint.
-  std::string saveState() const { return bt.saveState(); }
+  /// The bound tuner's state (BoundTuner::saveState) and the slots' channel
+  /// scales, for a checkpoint.
+  std::string saveState() const;
   /// Takes it back and sets every slot's bound in the engine's runtime to
   /// the one in force then, so that a resumed run compresses as the
   /// uninterrupted one would.
