@@ -145,9 +145,10 @@ int32_t comet_rt_slot_set_channel_scale(comet_rt_context *ctx, int64_t slot,
     return comet::rt::fail(COMET_RT_ERROR_INVALID_ARGUMENT,
                            "comet_rt_slot_set_channel_scale: bad slot or "
                            "channel count");
-  // At least 1 and at most 2^20: the slot's bound stays the tightest, and
-  // every channel bound a valid one for a valid slot bound up to 1e-6 of
-  // the largest the codec takes.
+  // At least 1, so that the slot's bound stays the tightest (what a codec
+  // without per-channel streams stores at), and at most 2^20, so that a
+  // channel's bound is valid for any slot bound up to 2^-20 of the codec's
+  // largest.
   for (int64_t c = 0; c < n; ++c)
     if (!(scale[c] >= 1 && scale[c] <= double(1 << 20)))
       return comet::rt::fail(
