@@ -317,6 +317,20 @@ def test_options_are_checked(api):
         api.CheckpointState.load_checkpoint(folder / "missing")
 
 
+def _trained(api, folder, steps, **options):
+    """A Module of the fixture folder's graphs with `options`, after `steps`
+    steps at batch 32 under the folder's optimizer."""
+    module = api.Module(folder / "training_model.onnx",
+                        api.CheckpointState.load_checkpoint(folder / "checkpoint"),
+                        **options)
+    optimizer = api.Optimizer(folder / "optimizer_model.onnx", module)
+    for i in range(steps):
+        module(*api_scenarios.batch(32, i))
+        optimizer.step()
+        module.lazy_reset_grad()
+    return module
+
+
 def test_noise_rule_reaches_the_bound_tuner(api):
     """bound_rule="noise" and noise_fraction reach the tuner: the runs are
     the same up to the first retune (after 4 steps), so the bounds it sets
@@ -325,16 +339,9 @@ def test_noise_rule_reaches_the_bound_tuner(api):
     folder = FIXTURES / "lenet"
     bounds = {}
     for fraction in (1e-2, 1e-3):
-        state = api.CheckpointState.load_checkpoint(folder / "checkpoint")
-        module = api.Module(folder / "training_model.onnx", state,
-                            compress="adaptive", bound_rule="noise",
-                            noise_fraction=fraction, retune_interval=4,
-                            stats_interval=1, eb_max=1.0)
-        optimizer = api.Optimizer(folder / "optimizer_model.onnx", module)
-        for i in range(6):
-            module(*api_scenarios.batch(32, i))
-            optimizer.step()
-            module.lazy_reset_grad()
+        module = _trained(api, folder, 6, compress="adaptive", bound_rule="noise",
+                          noise_fraction=fraction, retune_interval=4,
+                          stats_interval=1, eb_max=1.0)
         bounds[fraction] = {s["value"]: s["eb"] for s in module.memory_stats()["sites"]
                             if s["codec"] == "sz"}
         static = api.Module(folder / "training_model.onnx",
@@ -356,15 +363,8 @@ def test_channel_bounds_reach_the_bound_tuner(api):
     folder = FIXTURES / "resnet"
     sizes = {}
     for on in (False, True):
-        module = api.Module(folder / "training_model.onnx",
-                            api.CheckpointState.load_checkpoint(folder / "checkpoint"),
-                            compress="adaptive", retune_interval=2, stats_interval=1,
-                            channel_bounds=on)
-        optimizer = api.Optimizer(folder / "optimizer_model.onnx", module)
-        for i in range(5):
-            module(*api_scenarios.batch(32, i))
-            optimizer.step()
-            module.lazy_reset_grad()
+        module = _trained(api, folder, 5, compress="adaptive", retune_interval=2,
+                          stats_interval=1, channel_bounds=on)
         sizes[on] = {s["value"]: s["bytes_out"] for s in module.memory_stats()["sites"]
                      if s["codec"] == "sz"}
     conv = [v for v in sizes[True] if v.startswith("conv")]
