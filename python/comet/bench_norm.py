@@ -106,7 +106,7 @@ def measure(lib: CodecLib, x: np.ndarray, inv: np.ndarray, t: float,
         pays = lib.channel_bounds_pay(x.shape)
         ebs = (t / inv.astype(np.float64)).reshape(-1)
         s_ch = lib.compress_channels(x, ebs).copy() if pays else s_uniform
-        back_c = lib.decompress(s_ch, np.empty_like(x))
+        back_c = lib.decompress(s_ch, np.empty_like(x)) if pays else back_u
         # Each element within its channel's bound, so its xhat error is at
         # most t up to the float rounding of t / inv_c.
         err_c = float(np.max(np.abs(back_c.astype(np.float64) - x) * inv))

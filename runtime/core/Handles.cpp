@@ -55,7 +55,7 @@ int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
                   int64_t slot, int64_t site, double eb,
                   const std::vector<int64_t> &shape, SiteConfig &out) {
   SlotTable &t = table(ctx);
-  std::vector<double> scale;
+  size_t numScales = 0;
   {
     std::lock_guard<std::mutex> lock(t.mu);
     if (codec == COMET_RT_CODEC_SZ && slot >= 0) {
@@ -63,7 +63,21 @@ int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
       if (slotEb <= 0)
         slotEb = eb;
       eb = slotEb;
-      scale = at(t.channelScale, slot, std::vector<double>());
+      if (static_cast<size_t>(slot) < t.channelScale.size()) {
+        const std::vector<double> &scale = t.channelScale[slot];
+        numScales = scale.size();
+        // Where the table does not pay, one bound: the tightest.
+        if (numScales && shape.size() >= 2 &&
+            shape.size() <= COMET_RT_CODEC_MAX_RANK &&
+            numScales == static_cast<size_t>(shape[1])) {
+          uint64_t dims[COMET_RT_CODEC_MAX_RANK];
+          std::copy(shape.begin(), shape.end(), dims);
+          if (comet_rt_codec_channel_bounds_pay(
+                  dims, static_cast<uint32_t>(shape.size())))
+            for (double s : scale)
+              out.channelEb.push_back(eb * s);
+        }
+      }
     }
     const comet_rt_site_stats none{0, 0, 0, 0, 0, 0, -1, 0};
     out.prevOut = at(t.sites, site, none).last_bytes_out;
@@ -76,21 +90,12 @@ int32_t siteBegin(comet_rt_context *ctx, const char *op, int32_t codec,
     return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
                 concat(op, ": the bound of site ", site,
                        " is not positive and finite"));
-  if (!scale.empty()) {
-    const int64_t channels = shape.size() >= 2 ? shape[1] : -1;
-    if (channels != static_cast<int64_t>(scale.size()))
-      return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
-                  concat(op, ": slot ", slot, " has ", scale.size(),
-                         " channel bounds, its tensor at site ", site, " ",
-                         channels, " channels"));
-    std::vector<uint64_t> dims(shape.begin(), shape.end());
-    if (!comet_rt_codec_channel_bounds_pay(dims.data(),
-                                           static_cast<uint32_t>(dims.size())))
-      return COMET_RT_SUCCESS; // one bound, eb: the tightest
-    out.channelEb.resize(scale.size());
-    for (size_t c = 0; c < scale.size(); ++c)
-      out.channelEb[c] = eb * scale[c];
-  }
+  const int64_t channels = shape.size() >= 2 ? shape[1] : -1;
+  if (numScales && channels != static_cast<int64_t>(numScales))
+    return fail(COMET_RT_ERROR_INVALID_ARGUMENT,
+                concat(op, ": slot ", slot, " has ", numScales,
+                       " channel bounds, its tensor at site ", site, " ",
+                       channels, " channels"));
   return COMET_RT_SUCCESS;
 }
 

@@ -496,6 +496,12 @@ int32_t observeMax(comet_rt_context *ctx, const slot_observe_max_args &a) {
     auto it = tab->channelWeight.find({slot, consumer});
     if (it != tab->channelWeight.end())
       weight = it->second;
+    std::vector<double> &ch = tab->auxChannels[{slot, consumer}];
+    if (int64_t(ch.size()) != n)
+      ch.assign(n, -std::numeric_limits<double>::infinity());
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isfinite(p[i]))
+        ch[i] = std::max<double>(ch[i], p[i]);
   }
   const bool weighted = int64_t(weight.size()) == n;
   for (int64_t i = 0; i < n; ++i)
@@ -506,15 +512,6 @@ int32_t observeMax(comet_rt_context *ctx, const slot_observe_max_args &a) {
         w += weight[i];
       }
     }
-  {
-    std::lock_guard<std::mutex> lock(tab->mu);
-    std::vector<double> &ch = tab->auxChannels[{slot, consumer}];
-    if (int64_t(ch.size()) != n)
-      ch.assign(n, -std::numeric_limits<double>::infinity());
-    for (int64_t i = 0; i < n; ++i)
-      if (std::isfinite(p[i]))
-        ch[i] = std::max<double>(ch[i], p[i]);
-  }
   return update(*tab, slot, consumer, [&](comet_rt_slot_observation &o) {
     o.aux_max = std::max(o.aux_max, mx);
     o.aux_weighted_sq_sum += wsq;

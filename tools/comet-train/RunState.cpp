@@ -179,6 +179,8 @@ std::string readRunProperties(const checkpoint::PropertyBag &bag,
         found = true, saved.f = *v;
     } else if (const std::string *v = bag.findString(s.property)) {
       found = true, saved.s = *v;
+    } else if (s.whenAbsent) {
+      found = true, saved.s = *s.whenAbsent;
     }
     if (!found)
       return "it has no " + s.property + " property (" + s.flag + ")";

@@ -16,6 +16,7 @@
 #include "comet/driver/Training.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct RunSetting {
   int64_t i = 0;
   float f = 0;
   std::string s;
+  /// For a text setting added after checkpoints without it were written:
+  /// the value such a checkpoint stands for (so that it still resumes, and
+  /// only with that value); empty: the property must be there.
+  std::optional<std::string> whenAbsent;
 
   static RunSetting integer(std::string property, std::string flag, int64_t v);
   static RunSetting real(std::string property, std::string flag, float v);

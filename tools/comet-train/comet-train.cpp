@@ -524,10 +524,12 @@ runSettings(const comet::Engine &engine, const comet::EngineOptions &opts,
     out.push_back(RunSetting::text("comet.eb_relative_range",
                                    "--eb-relative-range",
                                    shown(t.relativeRange)));
-    // Only when on (checkpoints from before it lack it).
-    if (t.channelBounds)
-      out.push_back(
-          RunSetting::text("comet.channel_bounds", "--channel-bounds", "1"));
+    // Checkpoints from before the flag lack it: they ran without it.
+    RunSetting channels =
+        RunSetting::text("comet.channel_bounds", "--channel-bounds",
+                         t.channelBounds ? "true" : "false");
+    channels.whenAbsent = "false";
+    out.push_back(std::move(channels));
   }
   return out;
 }
@@ -733,14 +735,6 @@ int main(int argc, char **argv) {
                                                  resumeState);
         !e.empty())
       return fail("--resume " + resumePath + ": " + e);
-    // Settings recorded only when on: one that is off here must not be on
-    // in the checkpoint.
-    if (const std::string *v =
-            resumed->properties.findString("comet.channel_bounds");
-        v && *v == "1" && !tunerOpts.channelBounds)
-      return fail("--resume " + resumePath +
-                  ": it was saved by a run with --channel-bounds, this run "
-                  "has it off; resuming would change the run");
     if (resumed->optimizerGroups.empty())
       return fail("--resume " + resumePath +
                   ": it holds no optimizer state, so the run cannot "

@@ -320,8 +320,6 @@ TEST(CodecChannels, TestVectors) {
   ASSERT_TRUE(f.good());
   std::string line;
   int cases = 0;
-  const bool avx2 =
-      comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AVX2) == COMET_RT_SUCCESS;
   while (std::getline(f, line)) {
     if (line.empty() || line[0] == '#')
       continue;
@@ -331,10 +329,7 @@ TEST(CodecChannels, TestVectors) {
         entropy;
     ASSERT_FALSE(ls.fail()) << line;
     SCOPED_TRACE(name);
-    std::vector<uint64_t> dims;
-    std::istringstream ds(dimStr);
-    for (std::string d; std::getline(ds, d, 'x');)
-      dims.push_back(std::stoull(d));
+    const std::vector<uint64_t> dims = dimsOf(dimStr);
     auto ebBytes = readFile(dir + "/" + ebFile);
     ASSERT_EQ(ebBytes.size(), 8 * dims[1]);
     std::vector<double> eb(dims[1]);
@@ -342,32 +337,22 @@ TEST(CodecChannels, TestVectors) {
     auto in = readFile(dir + "/" + input);
     auto expected = readFile(dir + "/" + stream);
     auto decoded = readFile(dir + "/" + output);
-    const int mode = entropy == "off"      ? COMET_RT_CODEC_ENTROPY_OFF
-                     : entropy == "always" ? COMET_RT_CODEC_ENTROPY_ALWAYS
-                     : entropy == "none"   ? COMET_RT_CODEC_ENTROPY_NONE
-                                           : COMET_RT_CODEC_ENTROPY_AUTO;
-    for (int isa : {COMET_RT_CODEC_ISA_BASELINE, COMET_RT_CODEC_ISA_AVX2}) {
-      if (isa == COMET_RT_CODEC_ISA_AVX2 && !avx2)
-        continue;
-      ASSERT_EQ(comet_rt_codec_set_isa(isa), COMET_RT_SUCCESS);
-      for (int threads : {1, 4}) {
-        comet_rt_codec_set_num_threads(threads);
-        comet_rt_status st;
-        auto s =
-            compressChannels(dtypeOf(dtype), in.data(), dims, eb, &st, mode);
-        ASSERT_EQ(st, COMET_RT_SUCCESS);
-        ASSERT_EQ(s, expected) << "compressed bytes differ";
-        std::vector<uint8_t> y(decoded.size());
-        ASSERT_EQ(comet_rt_codec_decompress(expected.data(), expected.size(),
-                                            y.data(), y.size()),
-                  COMET_RT_SUCCESS);
-        ASSERT_EQ(y, decoded) << "decompressed bytes differ";
-      }
-    }
+    const int mode = entropyOf(entropy);
+    atEveryIsaAndThreadCount([&] {
+      comet_rt_status st;
+      auto s = compressChannels(dtypeOf(dtype), in.data(), dims, eb, &st, mode);
+      ASSERT_EQ(st, COMET_RT_SUCCESS);
+      ASSERT_EQ(s, expected) << "compressed bytes differ";
+      std::vector<uint8_t> y(decoded.size());
+      ASSERT_EQ(comet_rt_codec_decompress(expected.data(), expected.size(),
+                                          y.data(), y.size()),
+                COMET_RT_SUCCESS);
+      ASSERT_EQ(y, decoded) << "decompressed bytes differ";
+    });
+    if (::testing::Test::HasFatalFailure())
+      return;
     ++cases;
   }
-  comet_rt_codec_set_num_threads(0);
-  comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AUTO);
   EXPECT_EQ(cases, 4);
 }
 

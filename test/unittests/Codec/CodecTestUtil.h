@@ -187,6 +187,50 @@ struct Case {
   int entropy = COMET_RT_CODEC_ENTROPY_AUTO;
 };
 
+// A manifest's entropy word (auto, off, always or none).
+inline int entropyOf(const std::string &word) {
+  EXPECT_TRUE(word == "auto" || word == "off" || word == "always" ||
+              word == "none")
+      << word;
+  return word == "off"      ? COMET_RT_CODEC_ENTROPY_OFF
+         : word == "always" ? COMET_RT_CODEC_ENTROPY_ALWAYS
+         : word == "none"   ? COMET_RT_CODEC_ENTROPY_NONE
+                            : COMET_RT_CODEC_ENTROPY_AUTO;
+}
+
+// A manifest's dims ("2x3x40").
+inline std::vector<uint64_t> dimsOf(const std::string &text) {
+  std::vector<uint64_t> dims;
+  std::istringstream ds(text);
+  for (std::string d; std::getline(ds, d, 'x');)
+    dims.push_back(std::stoull(d));
+  return dims;
+}
+
+// Runs check() at each encoder instruction set the CPU has (AVX2 only where
+// present: CodecIsa fails on CI when it is missing) and at 1 and 4 threads,
+// since the bytes must not depend on either; stops at a fatal failure and
+// restores the defaults.
+template <typename F> void atEveryIsaAndThreadCount(F &&check) {
+  const bool avx2 =
+      comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AVX2) == COMET_RT_SUCCESS;
+  for (int isa : {COMET_RT_CODEC_ISA_BASELINE, COMET_RT_CODEC_ISA_AVX2}) {
+    if (isa == COMET_RT_CODEC_ISA_AVX2 && !avx2)
+      continue;
+    ASSERT_EQ(comet_rt_codec_set_isa(isa), COMET_RT_SUCCESS);
+    for (int threads : {1, 4}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "isa " << isa << ", " << threads << " threads");
+      comet_rt_codec_set_num_threads(threads);
+      check();
+      if (::testing::Test::HasFatalFailure())
+        break;
+    }
+  }
+  comet_rt_codec_set_num_threads(0);
+  comet_rt_codec_set_isa(COMET_RT_CODEC_ISA_AUTO);
+}
+
 inline std::vector<Case> readManifest(const std::string &dir) {
   std::ifstream f(dir + "/manifest.txt");
   EXPECT_TRUE(f.good());
@@ -202,18 +246,9 @@ inline std::vector<Case> readManifest(const std::string &dir) {
         c.output;
     EXPECT_FALSE(ls.fail()) << line;
     std::string entropy;
-    if (ls >> entropy) {
-      EXPECT_TRUE(entropy == "auto" || entropy == "off" ||
-                  entropy == "always" || entropy == "none")
-          << line;
-      c.entropy = entropy == "off"      ? COMET_RT_CODEC_ENTROPY_OFF
-                  : entropy == "always" ? COMET_RT_CODEC_ENTROPY_ALWAYS
-                  : entropy == "none"   ? COMET_RT_CODEC_ENTROPY_NONE
-                                        : COMET_RT_CODEC_ENTROPY_AUTO;
-    }
-    std::istringstream ds(dims);
-    for (std::string d; std::getline(ds, d, 'x');)
-      c.dims.push_back(std::stoull(d));
+    if (ls >> entropy)
+      c.entropy = entropyOf(entropy);
+    c.dims = dimsOf(dims);
     cases.push_back(c);
   }
   return cases;

@@ -111,7 +111,9 @@ TEST(Handles, ChannelScalesGiveEachChannelItsBound) {
   EXPECT_GT(st.last_bytes_out, oneBound);
   _mlir_ciface_comet_rt_handle_free(nullptr, h);
   // 2 elements a channel and sample: the table would cost more than it
-  // saves (comet_rt_codec_channel_bounds_pay), so one bound, 1e-3.
+  // saves (comet_rt_codec_channel_bounds_pay), so one bound, 1e-3, though
+  // the slot has channel scales again.
+  ASSERT_EQ(comet_rt_slot_set_channel_scale(nullptr, 5, scale, 3), 0);
   {
     std::vector<float> s(2 * 3 * 2), t(s.size(), -1);
     for (size_t i = 0; i < s.size(); ++i)
@@ -123,6 +125,14 @@ TEST(Handles, ChannelScalesGiveEachChannelItsBound) {
     ASSERT_EQ(_mlir_ciface_comet_rt_decompress(nullptr, hs, &dt.m), 0);
     for (size_t i = 0; i < s.size(); ++i)
       EXPECT_LE(std::fabs(double(s[i]) - double(t[i])), 1e-3) << i;
+    // The handle holds the one-bound stream, no channel table: the bytes of
+    // a slot at the same bound without channel scales.
+    ASSERT_EQ(comet_rt_slot_set_eb(nullptr, 6, 1e-3), 0);
+    int64_t ho = _mlir_ciface_comet_rt_compress(
+        nullptr, &ds.m, COMET_RT_CODEC_SZ, 6, 1e-4, /*site=*/2);
+    ASSERT_NE(ho, 0) << comet_rt_handles_last_error();
+    EXPECT_EQ(comet_rt_handle_bytes(hs), comet_rt_handle_bytes(ho));
+    _mlir_ciface_comet_rt_handle_free(nullptr, ho);
     _mlir_ciface_comet_rt_handle_free(nullptr, hs);
   }
   // Scales that do not match the tensor's channels: an error, no handle.
